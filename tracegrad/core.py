@@ -1,0 +1,386 @@
+"""The core below the primitives: `bind`, `Tracer`, and the trace context.
+
+`bind(prim, *args, **params)` runs `prim.impl` on plain values; inside a trace it records a
+node into the innermost trace instead (and, when every input carries a value, computes that
+value too: concrete tracing, DESIGN.md §3). Outer tracers met inside an inner trace are
+captured as extra `arg` inputs, so a graph traced at one level can be re-run on the tracers
+of the level above it: that is how nested transforms compose.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+from tracegrad.errors import ConcretizationError, EscapedTracerError, user_frame_location
+from tracegrad.ir.graph import Edge, Graph, Node, Params, arg_node, arg_p, const_node, const_p
+from tracegrad.ir.primitive import Primitive
+from tracegrad.ir.types import Aval, aval_of
+
+_current_trace: ContextVar[Trace | None] = ContextVar("tracegrad_trace", default=None)
+
+
+def current_trace() -> Trace | None:
+    return _current_trace.get()
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply `prim` to `args`: eagerly on values, or recorded into the innermost trace."""
+    trace = _current_trace.get()
+    if trace is not None:
+        return trace.bind(prim, args, params)
+    for a in args:
+        if isinstance(a, Tracer):
+            a._escaped(prim.name)
+    return prim.impl(*args, **params)
+
+
+class Trace:
+    """Records the nodes that `bind` creates while a function runs on tracers.
+
+    Nodes are kept in creation order, which is topological. A trace hash-conses nodes on
+    `(prim, inputs, params)` unless `cse=False` (the shim's eager recording, where two equal
+    calls are two `grad_fn`s with their own hooks). Concrete values, when inputs have them,
+    are kept per node in `values` until the transform that started the trace has used them.
+    """
+
+    def __init__(self, parent: Trace | None, *, cse: bool = True, keep_values: bool = True):
+        self.parent = parent
+        self.level = 0 if parent is None else parent.level + 1
+        self.nodes: list[Node] = []
+        self.values: dict[Node, object] = {}
+        self.alive = True
+        self.cse = cse
+        self.keep_values = keep_values
+        self._cse_table: dict = {}
+        self._scalar_consts: dict = {}
+        self._array_consts: dict[int, tuple[object, Edge]] = {}
+        # outer tracers used inside this trace, each captured as an extra `arg` input
+        self.captured: dict[Edge, Tracer] = {}
+        self.captured_outer: list[Tracer] = []
+
+    # -- inputs --------------------------------------------------------------------------
+    def new_arg(self, aval: Aval, val=None) -> Tracer:
+        node = arg_node(aval)
+        if val is not None and self.keep_values:
+            self.values[node] = val
+        return Tracer(self, Edge(node, 0), aval, val)
+
+    def const_edge(self, value) -> Edge:
+        if isinstance(value, np.ndarray):
+            hit = self._array_consts.get(id(value))
+            if hit is not None:
+                return hit[1]
+            node = const_node(value)
+            edge = Edge(node, 0)
+            self._array_consts[id(value)] = (value, edge)  # keep `value` alive: ids are reused
+            return edge
+        if isinstance(value, list | tuple):
+            return self.const_edge(np.asarray(value))
+        key = (type(value), value)
+        edge = self._scalar_consts.get(key)
+        if edge is None:
+            if isinstance(value, np.generic):
+                value = np.asarray(value)  # NumPy scalars are strong: keep them as 0-d arrays
+                value.flags.writeable = False
+            elif not isinstance(value, bool | int | float | complex):
+                raise TypeError(
+                    f"tracegrad: cannot use a value of type {type(value).__name__} in a traced "
+                    "operation; pass arrays, Python scalars or tracers"
+                )
+            edge = Edge(const_node(value), 0)
+            self._scalar_consts[key] = edge
+        return edge
+
+    def lift(self, t: Tracer) -> Tracer:
+        """This trace's stand-in for tracer `t` of an enclosing trace (captured once)."""
+        inner = self.captured.get(t.edge)
+        if inner is not None:
+            return inner
+        anc = self.parent
+        while anc is not None and anc is not t._trace:
+            anc = anc.parent
+        if anc is None:
+            t._escaped(None)
+        inner = self.new_arg(t.aval, t.val)
+        self.captured[t.edge] = inner
+        self.captured_outer.append(t)
+        return inner
+
+    # -- recording -----------------------------------------------------------------------
+    def bind(self, prim: Primitive, args, params):
+        edges = []
+        vals = []
+        concrete = True
+        has_tracer = False
+        for a in args:
+            if isinstance(a, Tracer):
+                has_tracer = True
+                if a._trace is not self:
+                    a = self.lift(a)
+                edges.append(a.edge)
+                if a.val is None:
+                    concrete = False
+                vals.append(a.val)
+            else:
+                edges.append(None)
+                vals.append(a)
+        if not has_tracer:
+            # Nothing traced flows in: a constant computation, evaluated now (folded).
+            return prim.impl(*args, **params)
+        for i, e in enumerate(edges):
+            if e is None:
+                edges[i] = self.const_edge(vals[i])
+        in_edges = tuple(edges)
+        params = Params(params)
+        key = None
+        if self.cse:
+            key = (prim, in_edges, params)
+            try:
+                node = self._cse_table.get(key)
+            except TypeError:  # unhashable params: never shared
+                key = node = None
+            if node is not None:
+                return self._wrap(node, self.values.get(node) if concrete else None)
+        avals = [e.node.out_avals[e.index] for e in in_edges]
+        out = prim.shape(*avals, **params)
+        out_avals = tuple(out) if prim.multiple_results else (out,)
+        node = Node(prim, in_edges, params, out_avals)
+        self.nodes.append(node)
+        if key is not None:
+            self._cse_table[key] = node
+        val = None
+        if concrete:
+            val = prim.impl(*vals, **params)
+            if prim.multiple_results:
+                val = tuple(_weak_value(v, a) for v, a in zip(val, out_avals))
+            else:
+                val = _weak_value(val, out)
+            if self.keep_values:
+                self.values[node] = val
+        return self._wrap(node, val)
+
+    def _wrap(self, node: Node, val):
+        if node.prim.multiple_results:
+            if val is None:
+                return tuple(Tracer(self, Edge(node, i), a, None) for i, a in enumerate(node.out_avals))
+            return tuple(Tracer(self, Edge(node, i), a, v)
+                         for i, (a, v) in enumerate(zip(node.out_avals, val)))
+        return Tracer(self, Edge(node, 0), node.out_avals[0], val)
+
+    def output_edge(self, x) -> Edge:
+        """The edge for an output of the traced function (tracer, outer tracer or constant)."""
+        if isinstance(x, Tracer):
+            if x._trace is not self:
+                x = self.lift(x)
+            return x.edge
+        return self.const_edge(x if isinstance(x, np.ndarray | bool | int | float | complex)
+                               else np.asarray(x))
+
+    def graph(self, inputs, outputs, *, in_tree=None, out_tree=None, name="f") -> Graph:
+        """The graph of the nodes reachable from `outputs`, in the order they were recorded."""
+        reach: set[Node] = set()
+        stack = [e.node for e in outputs]
+        while stack:
+            n = stack.pop()
+            if n in reach:
+                continue
+            reach.add(n)
+            stack.extend(e.node for e in n.inputs)
+        nodes = tuple(n for n in self.nodes if n in reach)
+        for e in outputs:  # constants made for outputs were not recorded by bind
+            if e.node.prim is const_p and e.node not in nodes:
+                nodes = nodes + (e.node,)
+        consts = [n for n in reach if n.prim is const_p and n not in set(nodes)]
+        if consts:
+            nodes = _with_consts_first(nodes, consts)
+        return Graph(tuple(inputs), tuple(outputs), nodes, in_tree, out_tree, name)
+
+
+def _with_consts_first(nodes, consts):
+    # Constants have no inputs: putting them first keeps the order topological.
+    order = {id(n): i for i, n in enumerate(consts)}
+    return tuple(sorted(consts, key=lambda n: order[id(n)])) + tuple(nodes)
+
+
+def _weak_value(val, aval: Aval):
+    # A weak-typed result stands for a Python scalar; keep it one so NumPy 2 promotes it weakly.
+    if aval.weak_type and isinstance(val, np.ndarray | np.generic):
+        return val.item()
+    return val
+
+
+class new_trace:
+    """Context manager: a new innermost trace; on exit its tracers are dead (escape checks)."""
+
+    def __init__(self, *, cse: bool = True, keep_values: bool = True):
+        self.cse = cse
+        self.keep_values = keep_values
+
+    def __enter__(self) -> Trace:
+        self.trace = Trace(_current_trace.get(), cse=self.cse, keep_values=self.keep_values)
+        self.token = _current_trace.set(self.trace)
+        return self.trace
+
+    def __exit__(self, *exc):
+        _current_trace.reset(self.token)
+        self.trace.alive = False
+        self.trace._cse_table = {}
+        return False
+
+
+def _numpy_dispatch():
+    # Tracer operators look functions up at call time (DESIGN.md §3); the table lives in
+    # tracegrad.numpy, above this module in the import order.
+    global _dispatch
+    if _dispatch is None:
+        from tracegrad.numpy import _dispatch as d
+
+        _dispatch = d
+    return _dispatch
+
+
+_dispatch = None
+
+
+class Tracer(NDArrayOperatorsMixin):
+    """A value inside a trace: an edge of the graph being built, its aval, and (when concrete)
+    its value. Operators and NumPy functions on a tracer record nodes."""
+
+    __slots__ = ("_trace", "edge", "aval", "val")
+    __array_priority__ = 1000
+
+    def __init__(self, trace: Trace, edge: Edge, aval: Aval, val=None):
+        self._trace = trace
+        self.edge = edge
+        self.aval = aval
+        self.val = val
+
+    # -- what NumPy code reads ------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def T(self):
+        return _numpy_dispatch().namespace.transpose(self)
+
+    @property
+    def mT(self):
+        return _numpy_dispatch().namespace.swapaxes(self, -1, -2)
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        for i in range(self.aval.shape[0]):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        kind = "concrete" if self.val is not None else "abstract"
+        return f"Tracer<{self.aval.str_short()}, {kind}>"
+
+    # -- dispatch -------------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _numpy_dispatch().array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _numpy_dispatch().array_function(func, args, kwargs)
+
+    def __getitem__(self, index):
+        return _numpy_dispatch().namespace.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        raise TypeError(
+            "tracegrad: traced arrays are immutable, so `x[i] = v` cannot be recorded; "
+            "use tracegrad.numpy.where, or build the array with tracegrad.numpy.concatenate/stack"
+        )
+
+    # -- conversions: concrete values answer, abstract ones raise -----------------------------
+    def _concrete(self, what: str):
+        self._check_alive(what)
+        if self.val is None:
+            raise ConcretizationError(
+                f"{what} needs a concrete value, but this {self.aval.str_short()} value is traced "
+                f"abstractly (under jit or make_graph), at {user_frame_location()}.\n"
+                "Mark the argument static with static_argnums, or express the choice as data with "
+                "tracegrad.numpy.where (or tg.cond)."
+            )
+        return self.val
+
+    def __bool__(self):
+        return bool(self._concrete("bool() of a traced value (Python `if`/`while`/`and`/`or`)"))
+
+    def __int__(self):
+        return int(self._concrete("int() of a traced value"))
+
+    def __float__(self):
+        return float(self._concrete("float() of a traced value"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex() of a traced value"))
+
+    def __index__(self):
+        v = self._concrete("using a traced value as an index or a shape")
+        return np.asarray(v).__index__()
+
+    def item(self):
+        return np.asarray(self._concrete("item() of a traced value")).item()
+
+    def tolist(self):
+        return np.asarray(self._concrete("tolist() of a traced value")).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            f"tracegrad: cannot convert a traced {self.aval.str_short()} value to a NumPy array "
+            "(np.asarray/np.array would silently drop its gradient). Build arrays of traced values "
+            "with tracegrad.numpy.stack or tracegrad.numpy.array instead."
+        )
+
+    def _check_alive(self, what):
+        if not self._trace.alive:
+            self._escaped(what)
+
+    def _escaped(self, what):
+        raise EscapedTracerError(
+            f"tracegrad: a tracer ({self.aval.str_short()}) was used outside the transformation "
+            f"that created it{' (in ' + what + ')' if what else ''}, at {user_frame_location()}. "
+            "It probably escaped through a global, a closure or an attribute; return values "
+            "from the transformed function instead of storing them."
+        )
+
+    # -- the usual ndarray methods, NumPy signatures --------------------------------------
+    def __getattr__(self, name):
+        # Methods such as .sum, .reshape, .astype, .mean resolve through tracegrad.numpy.
+        method = _numpy_dispatch().METHODS.get(name)
+        if method is None:
+            raise AttributeError(f"'Tracer' object (a traced array) has no attribute {name!r}")
+        return method.__get__(self)
+
+
+def is_tracer(x) -> bool:
+    return isinstance(x, Tracer)
+
+
+__all__ = [
+    "ConcretizationError", "EscapedTracerError", "Trace", "Tracer", "bind", "current_trace",
+    "new_trace", "arg_p", "const_p", "is_tracer",
+]

@@ -1,0 +1,35 @@
+"""Exceptions users meet, and the helper that points them at their own source line."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+
+
+class ConcretizationError(TypeError):
+    """A traced value was needed as a concrete Python value (control flow, `int()`, a shape).
+
+    Raised under abstract tracing (`make_graph`, `jit`), where tracers carry only shapes and
+    dtypes. A `TypeError`, like JAX's `ConcretizationTypeError`.
+    """
+
+
+class EscapedTracerError(RuntimeError):
+    """A tracer was used after the trace that made it had ended (stored in a global, say)."""
+
+
+def user_frame_location() -> str:
+    """`file.py:12` of the innermost frame outside tracegrad and NumPy, or `<unknown>`."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        if not (fname.startswith(_PKG_DIR) or fname.startswith(_NUMPY_DIR)
+                or fname.startswith("<tracegrad") or fname.startswith("<__array_function__")):
+            return f"{fname}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"

@@ -1,0 +1,196 @@
+"""The immutable IR: `Node`, `Edge`, `Graph`.
+
+A `Node` is one application of a primitive; an `Edge` names one of its outputs (PyTorch's
+`Edge(function, input_nr)`). Nodes point at their producers through edges and never change
+after they are built, so any set of nodes reachable from some outputs is a valid graph, and
+transforms build new graphs instead of editing old ones. Every walk over nodes is iterative:
+a chain of 10^6 nodes must not hit Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from tracegrad.ir.primitive import Primitive
+from tracegrad.ir.types import Aval
+
+
+class Params(dict):
+    """A node's params: a read-only dict of plain values with a cached hash.
+
+    A dict subclass, so `**params` stays as fast as for a plain dict. Values are ints,
+    floats, strings, tuples, dtypes or sub-graphs; the `const` primitive's array makes its
+    params unhashable, which is how hash-consing knows to leave constants alone.
+    """
+
+    __slots__ = ("_hash",)
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash(tuple(sorted(self.items())))
+            self._hash = h
+            return h
+
+    def _readonly(self, *args, **kwargs):
+        raise TypeError("Params are immutable; build a new node with attrs.evolve")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _readonly  # type: ignore
+
+    def __reduce__(self):  # dicts pickle through __setitem__
+        return (Params, (dict(self),))
+
+
+EMPTY_PARAMS = Params()
+
+
+@attrs.frozen(eq=False, repr=False, weakref_slot=True)
+class Node:
+    prim: Primitive
+    inputs: tuple[Edge, ...]
+    params: Params
+    out_avals: tuple[Aval, ...]
+
+    @property
+    def outputs(self) -> tuple[Edge, ...]:
+        return tuple(Edge(self, i) for i in range(len(self.out_avals)))
+
+    def __repr__(self) -> str:  # shallow: never walks the inputs
+        return f"Node({self.prim.name}, #{id(self):x})"
+
+
+@attrs.frozen(repr=False)
+class Edge:
+    node: Node
+    index: int = 0
+
+    @property
+    def aval(self) -> Aval:
+        return self.node.out_avals[self.index]
+
+    def __repr__(self) -> str:
+        return f"Edge({self.node!r}, {self.index})"
+
+
+def _arg_impl(*args, **params):
+    raise RuntimeError("tracegrad: an `arg` node has no value of its own; it is a graph input")
+
+
+def _const_shape(*, value):
+    return Aval(np.shape(value), _const_dtype(value), isinstance(value, int | float | complex))
+
+
+def _const_dtype(value):
+    if isinstance(value, bool):
+        return np.dtype(np.bool_)
+    if isinstance(value, int):
+        return np.dtype(np.int64)
+    if isinstance(value, float):
+        return np.dtype(np.float64)
+    if isinstance(value, complex):
+        return np.dtype(np.complex128)
+    return value.dtype
+
+
+# Graph inputs are `arg` nodes (fx placeholders); constants captured while tracing are
+# `const` nodes holding a read-only array or a Python scalar (kept as a Python scalar so
+# NumPy 2's weak promotion applies when it is used).
+arg_p = Primitive("arg", impl=_arg_impl, shape=lambda *, aval: aval)
+const_p = Primitive("const", impl=lambda *, value: value, shape=_const_shape,
+                    emit=None)
+
+
+def arg_node(aval: Aval) -> Node:
+    return Node(arg_p, (), Params(aval=aval), (aval,))
+
+
+def const_node(value) -> Node:
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.copy()
+        value.flags.writeable = False
+    return Node(const_p, (), Params(value=value), (_const_shape(value=value),))
+
+
+def is_scalar_const(node: Node) -> bool:
+    return node.prim is const_p and not isinstance(node.params["value"], np.ndarray)
+
+
+def toposort(outputs: Iterable[Edge], stop: frozenset[Node] | set[Node] = frozenset()) -> list[Node]:
+    """Nodes reachable from `outputs`, producers before consumers (iterative DFS post-order).
+
+    Nodes in `stop` (and `arg` nodes) are treated as leaves and left out of the result.
+    """
+    order: list[Node] = []
+    visited: set[Node] = set()
+    stack: list[tuple[Node, bool]] = [(e.node, False) for e in reversed(list(outputs))]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node in visited or node in stop or node.prim is arg_p:
+            continue
+        visited.add(node)
+        stack.append((node, True))
+        for e in reversed(node.inputs):
+            if e.node not in visited:
+                stack.append((e.node, False))
+    return order
+
+
+@attrs.frozen(eq=False, repr=False)
+class Graph:
+    """Inputs (edges of `arg` nodes), outputs, and the nodes between them in topological order.
+
+    The pytree structures make the graph callable like the function it came from. Analyses
+    (use counts, last uses, peak bytes) are computed on demand and cached in `_cache`; the
+    graph itself never changes.
+    """
+
+    inputs: tuple[Edge, ...]
+    outputs: tuple[Edge, ...]
+    nodes: tuple[Node, ...]
+    in_tree: Any = None
+    out_tree: Any = None
+    name: str = "f"
+    _cache: dict = attrs.field(factory=dict, init=False, repr=False)
+
+    @classmethod
+    def from_outputs(cls, inputs: Sequence[Edge], outputs: Sequence[Edge], **kw) -> Graph:
+        return cls(tuple(inputs), tuple(outputs), tuple(toposort(outputs)), **kw)
+
+    @property
+    def in_avals(self) -> tuple[Aval, ...]:
+        return tuple(e.aval for e in self.inputs)
+
+    @property
+    def out_avals(self) -> tuple[Aval, ...]:
+        return tuple(e.aval for e in self.outputs)
+
+    def __call__(self, *args, **kwargs):
+        # Reaches upward to the interpreter (DESIGN.md §7): a graph runs like its function.
+        from tracegrad.interpret import call_graph
+
+        return call_graph(self, args, kwargs)
+
+    def __str__(self) -> str:
+        from tracegrad.ir.printing import format_graph
+
+        return format_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self.inputs)} inputs, {len(self.nodes)} nodes, {len(self.outputs)} outputs>"
+
+    def stats(self) -> dict[str, int]:
+        """Node counts by primitive name (with `"total"`), e.g. to watch nested grads grow."""
+        counts: dict[str, int] = {}
+        for node in self.nodes:
+            counts[node.prim.name] = counts.get(node.prim.name, 0) + 1
+        counts = dict(sorted(counts.items()))
+        counts["total"] = len(self.nodes)
+        return counts

@@ -1,0 +1,80 @@
+"""Abstract values: what the IR knows about an array without holding it.
+
+An `Aval` is a shape, a dtype and a weak-type flag. The flag marks values that came from
+Python scalars, so NumPy 2's promotion rules (NEP 50: Python scalars do not widen arrays)
+are reproduced while tracing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+
+
+def _shape(s) -> tuple[int, ...]:
+    return tuple(int(d) for d in s)
+
+
+@attrs.frozen(repr=False)
+class Aval:
+    shape: tuple[int, ...] = attrs.field(converter=_shape)
+    dtype: np.dtype = attrs.field(converter=np.dtype)
+    weak_type: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def strengthen(self) -> Aval:
+        return Aval(self.shape, self.dtype) if self.weak_type else self
+
+    def str_short(self) -> str:
+        """`f64[3,4]`, the form the printer uses; weak types get a `~` (as in jaxprs' `weak_type`)."""
+        return f"{dtype_short(self.dtype)}{'~' if self.weak_type else ''}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"Aval({self.shape}, {self.dtype.name}{weak})"
+
+
+_SHORT = {"f": "f", "i": "i", "u": "u", "b": "bool", "c": "c"}
+
+
+def dtype_short(dtype: np.dtype) -> str:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return "bool"
+    return f"{_SHORT.get(dtype.kind, dtype.kind)}{dtype.itemsize * 8}"
+
+
+def is_float(dtype) -> bool:
+    """Only inexact values carry derivatives; integer and bool values get no cotangent."""
+    return np.dtype(dtype).kind in "fc"
+
+
+def aval_of(x) -> Aval:
+    """The aval of a concrete value: Python scalars are weak, NumPy values are not."""
+    if isinstance(x, np.ndarray | np.generic):
+        return Aval(x.shape, x.dtype)
+    if isinstance(x, bool):
+        return Aval((), np.bool_, False)
+    if isinstance(x, int):
+        return Aval((), np.int64, True)
+    if isinstance(x, float):
+        return Aval((), np.float64, True)
+    if isinstance(x, complex):
+        return Aval((), np.complex128, True)
+    raise TypeError(
+        f"tracegrad: expected an array or a Python scalar, got {type(x).__name__}; "
+        "wrap lists with np.asarray or tracegrad.numpy.array"
+    )

@@ -1,0 +1,20 @@
+"""`tracegrad.numpy` (`tnp`): NumPy's functions, traceable and differentiable.
+
+The same functions that `np.*` calls on tracers reach (through `__array_function__` and
+`__array_ufunc__`), usable directly like `jax.numpy`. On plain arrays outside any trace they
+run NumPy itself and return the same values, bit for bit.
+"""
+
+# ruff: noqa: F401, F403
+from tracegrad.numpy import _creation, _elementwise, _indexing, _linalg, _reductions, _shape
+from tracegrad.numpy._creation import *
+from tracegrad.numpy._elementwise import *
+from tracegrad.numpy._indexing import *
+from tracegrad.numpy._linalg import *
+from tracegrad.numpy._reductions import *
+from tracegrad.numpy._shape import *
+
+__all__ = (
+    _elementwise.__all__ + _reductions.__all__ + _shape.__all__ + _indexing.__all__
+    + _linalg.__all__ + _creation.__all__
+)

@@ -1,0 +1,3 @@
+"""_indexing functions with NumPy's signatures."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""_linalg functions with NumPy's signatures."""
+
+__all__: list[str] = []
