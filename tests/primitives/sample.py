@@ -1,0 +1,24 @@
+"""The row type of the per-primitive table `SAMPLES` (see samples.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+
+@attrs.frozen
+class Sample:
+    """How to exercise one primitive.
+
+    `draw(data, dtype)` returns `(args, params)`: the positional inputs of `bind(prim, *args,
+    **params)` (NumPy arrays; the float ones of `dtype`; ints/bools for index-like inputs) and
+    its params, drawn with hypothesis (`data` is a `st.DataObject`). Values stay inside the
+    primitive's smooth domain, away from kinks and ties, so central finite differences are a
+    fair oracle. `tol` is the relative tolerance of derivative checks in float64; `fd=False`
+    marks primitives that are not differentiable (their vjp must give no cotangent).
+    """
+
+    draw: Callable
+    tol: float = 1e-6
+    fd: bool = True

@@ -1,0 +1,8 @@
+"""SAMPLES: one row per registered primitive (test_rules.py fails if any is missing).
+
+Each family keeps its rows in its own module; this one merges them.
+"""
+
+from tests.primitives.samples_elementwise import SAMPLES as _ELEMENTWISE
+
+SAMPLES = {**_ELEMENTWISE}
