@@ -15,7 +15,9 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from tracegrad.errors import ConcretizationError, EscapedTracerError, user_frame_location
-from tracegrad.ir.graph import Edge, Graph, Node, Params, arg_node, arg_p, const_node, const_p
+from tracegrad.ir.graph import (
+    Edge, Graph, Node, Params, arg_node, arg_p, const_node, const_p, with_consts,
+)
 from tracegrad.ir.primitive import Primitive
 from tracegrad.ir.types import Aval, aval_of
 
@@ -189,20 +191,8 @@ class Trace:
                 continue
             reach.add(n)
             stack.extend(e.node for e in n.inputs)
-        nodes = tuple(n for n in self.nodes if n in reach)
-        for e in outputs:  # constants made for outputs were not recorded by bind
-            if e.node.prim is const_p and e.node not in nodes:
-                nodes = nodes + (e.node,)
-        consts = [n for n in reach if n.prim is const_p and n not in set(nodes)]
-        if consts:
-            nodes = _with_consts_first(nodes, consts)
+        nodes = with_consts([n for n in self.nodes if n in reach], outputs)
         return Graph(tuple(inputs), tuple(outputs), nodes, in_tree, out_tree, name)
-
-
-def _with_consts_first(nodes, consts):
-    # Constants have no inputs: putting them first keeps the order topological.
-    order = {id(n): i for i, n in enumerate(consts)}
-    return tuple(sorted(consts, key=lambda n: order[id(n)])) + tuple(nodes)
 
 
 def _weak_value(val, aval: Aval):

@@ -12,11 +12,13 @@ from tracegrad.ir.analysis import free_schedule
 from tracegrad.ir.graph import Graph, Node, const_p
 
 
-def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None) -> list:
+def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None,
+               keep_all: bool = False):
     """Values of `graph.outputs` given one value per input edge.
 
     `known` maps nodes to values already computed (the values a concrete trace kept), so a
     transform that extends a traced graph does not recompute what the trace already did.
+    With `keep_all`, nothing is freed and the whole value table (per node) is returned.
     """
     if len(args) != len(graph.inputs):
         raise TypeError(
@@ -25,7 +27,7 @@ def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None) -> l
     env: dict[Node, object] = {}
     for e, a in zip(graph.inputs, args):
         env[e.node] = a
-    frees = free_schedule(graph)
+    frees = free_schedule(graph) if not keep_all else [()] * len(graph.nodes)
     for node, free in zip(graph.nodes, frees):
         if known is not None and node in known:
             env[node] = known[node]
@@ -39,6 +41,8 @@ def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None) -> l
             env[node] = bind(node.prim, *vals, **node.params)
         for dead in free:
             del env[dead]
+    if keep_all:
+        return env
     outs = []
     for e in graph.outputs:
         v = env[e.node]

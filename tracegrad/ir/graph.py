@@ -120,6 +120,20 @@ def is_scalar_const(node: Node) -> bool:
     return node.prim is const_p and not isinstance(node.params["value"], np.ndarray)
 
 
+def with_consts(nodes: Sequence[Node], outputs: Sequence[Edge] = ()) -> tuple[Node, ...]:
+    """`nodes` with every `const` node they (or `outputs`) read put first, once each.
+
+    Constants have no inputs, so putting them first keeps the order topological.
+    """
+    present = set(nodes)
+    consts: list[Node] = []
+    for e in [e for n in nodes for e in n.inputs] + list(outputs):
+        if e.node.prim is const_p and e.node not in present:
+            present.add(e.node)
+            consts.append(e.node)
+    return tuple(consts) + tuple(nodes)
+
+
 def toposort(outputs: Iterable[Edge], stop: frozenset[Node] | set[Node] = frozenset()) -> list[Node]:
     """Nodes reachable from `outputs`, producers before consumers (iterative DFS post-order).
 

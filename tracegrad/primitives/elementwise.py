@@ -509,3 +509,23 @@ astype_p = Primitive(
 )
 
 PRIMITIVES = UNARY + BINARY + (where_p, clip_p, astype_p)
+
+# -- stop_gradient ----------------------------------------------------------------------------
+
+
+def stop_gradient(x):
+    """The value of `x`, treated as a constant by differentiation (as `jax.lax.stop_gradient`)."""
+    return bind(stop_gradient_p, x)
+
+
+stop_gradient_p = Primitive(
+    "stop_gradient",
+    impl=lambda x: x,
+    shape=lambda x: x,
+    jvp=_zero_jvp,
+    vjp=_zero_vjp,
+    emit=lambda x: x,
+    differentiable=False,
+)
+
+PRIMITIVES = PRIMITIVES + (stop_gradient_p,)

@@ -1,0 +1,1 @@
+"""Transforms: functions from graphs to graphs (vjp, and more to come)."""

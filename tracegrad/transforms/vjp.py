@@ -1,0 +1,243 @@
+"""Reverse mode: the backward pass over a graph, and the vjp transform that splits it.
+
+`backward_pass` walks a graph's nodes in reverse, calling each primitive's vjp rule on the
+forward values and summing cotangents per edge. It is written with `bind`-based operations
+only, so the same loop either computes gradients right away (given arrays) or records a
+backward graph (given tracers); `grad(grad(f))` and the shim's `create_graph` need nothing
+else. `vjp_graph` traces that loop with abstract cotangents and splits the result by
+dependence: nodes that do not depend on a cotangent are forward work (kept with the forward
+graph, their outputs become residuals); the rest is the backward graph (DESIGN.md §4).
+
+A vjp rule may return, in place of a cotangent, a zero-argument callable that computes it:
+the pass calls it only if that input needs a cotangent (PyTorch's `needs_input_grad`), so
+`X @ W` with a constant `X` never computes `X`'s cotangent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tracegrad import config
+from tracegrad.core import Tracer, new_trace
+from tracegrad.ir.graph import Edge, Graph, Node, arg_node, const_p, with_consts
+from tracegrad.ir.types import is_float
+from tracegrad.primitives.broadcasting import shape_of
+from tracegrad.primitives.elementwise import astype
+
+Reader = Callable[[Edge], object]
+
+
+def active_nodes(graph: Graph, wrt: Sequence[bool]) -> set[Node]:
+    """Nodes whose outputs depend on a differentiated input (`wrt[i]` for input i)."""
+    active = {e.node for e, w in zip(graph.inputs, wrt) if w and is_float(e.aval.dtype)}
+    for node in graph.nodes:
+        if node.prim.differentiable and any(e.node in active for e in node.inputs):
+            active.add(node)
+    return active
+
+
+class Cotangents:
+    """Cotangents per edge, summed over the edge's uses; only active float edges keep one."""
+
+    def __init__(self, active: set[Node]):
+        self.active = active
+        self.bars: dict[Node, object] = {}
+
+    def add(self, edge: Edge, bar) -> None:
+        if bar is None or edge.node not in self.active:
+            return
+        if callable(bar) and not isinstance(bar, Tracer):
+            bar = bar()
+            if bar is None:
+                return
+        aval = edge.node.out_avals[edge.index]
+        if not is_float(aval.dtype):
+            return
+        if shape_of(bar) != aval.shape:
+            raise ValueError(
+                f"internal error: the vjp of {edge.node.prim.name} produced a cotangent of shape "
+                f"{shape_of(bar)} for a value of shape {aval.shape}")
+        dtype = getattr(bar, "dtype", None)
+        if dtype is None or dtype != aval.dtype:
+            bar = astype(bar, aval.dtype)
+        node = edge.node
+        if node.prim.multiple_results:
+            slots = self.bars.get(node)
+            if slots is None:
+                slots = self.bars[node] = [None] * len(node.out_avals)
+            old = slots[edge.index]
+            slots[edge.index] = bar if old is None else old + bar
+        else:
+            old = self.bars.get(node)
+            self.bars[node] = bar if old is None else old + bar
+
+    def pop(self, node: Node):
+        bar = self.bars.pop(node, None)
+        if bar is not None and node.prim.multiple_results:
+            return None if all(b is None for b in bar) else tuple(bar)
+        return bar
+
+
+def backward_pass(graph: Graph, read: Reader, out_bars: Sequence, wrt: Sequence[bool],
+                  release: Callable[[Node], None] | None = None) -> list:
+    """Cotangents of `graph.inputs` (None where none flows) given the outputs' cotangents.
+
+    `read(edge)` gives the forward value of an edge: arrays to compute gradients now, tracers
+    to record them. `release(node)` is called once a node's forward value is no longer needed
+    (its own rule has run), so a caller can free it, as PyTorch frees saved tensors.
+    """
+    active = active_nodes(graph, wrt)
+    bars = Cotangents(active)
+    for e, b in zip(graph.outputs, out_bars):
+        bars.add(e, b)
+    for node in reversed(graph.nodes):
+        bar = bars.pop(node) if node in active else None
+        if bar is not None and node.prim is not const_p:
+            primals = [read(e) for e in node.inputs]
+            if node.prim.multiple_results:
+                out = tuple(read(Edge(node, i)) for i in range(len(node.out_avals)))
+            else:
+                out = read(Edge(node, 0))
+            in_bars = node.prim.vjp(bar, *primals, out=out, **node.params)
+            for e, b in zip(node.inputs, in_bars):
+                bars.add(e, b)
+        if release is not None:
+            release(node)
+    return [bars.pop(e.node) for e in graph.inputs]
+
+
+def value_reader(values: dict[Node, object], inputs: dict[Node, object] | None = None) -> Reader:
+    """`read` over the values a concrete trace or an interpreter run kept (per node)."""
+
+    def read(e: Edge):
+        node = e.node
+        if node.prim is const_p:
+            return node.params["value"]
+        v = values[node]
+        return v[e.index] if node.prim.multiple_results else v
+
+    return read
+
+
+# -- the graph transform ----------------------------------------------------------------------
+
+
+class VJPGraphs:
+    """The result of `vjp_graph`: forward graph, backward graph and how they connect.
+
+    `forward`: graph inputs -> graph outputs + residuals. `backward`: residuals + one
+    cotangent per output -> the cotangents of the inputs listed in `bar_inputs` (positions in
+    `graph.inputs`); inputs not listed get no cotangent (zero).
+    """
+
+    def __init__(self, forward: Graph, backward: Graph, n_outputs: int, bar_inputs: tuple[int, ...]):
+        self.forward = forward
+        self.backward = backward
+        self.n_outputs = n_outputs
+        self.bar_inputs = bar_inputs
+
+
+def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> VJPGraphs:
+    """Split reverse-mode differentiation of `graph` into a forward and a backward graph."""
+    wrt = [True] * len(graph.inputs) if wrt is None else list(wrt)
+    with new_trace() as trace:
+        cache: dict[Edge, object] = {}
+
+        def read(e: Edge):
+            if e.node.prim is const_p:
+                return e.node.params["value"]
+            t = cache.get(e)
+            if t is None:
+                t = cache[e] = Tracer(trace, e, e.aval, None)
+            return t
+
+        ct_tracers = [trace.new_arg(e.aval.strengthen()) for e in graph.outputs]
+        in_bars = backward_pass(graph, read, ct_tracers, wrt)
+        bar_inputs = tuple(i for i, b in enumerate(in_bars) if b is not None)
+        bar_edges = [trace.output_edge(in_bars[i]) for i in bar_inputs]
+    ct_nodes = {t.edge.node for t in ct_tracers}
+    new_nodes = trace.nodes
+    # which new nodes depend on a cotangent (the backward work)
+    on_ct: set[Node] = set(ct_nodes)
+    for node in new_nodes:
+        if any(e.node in on_ct for e in node.inputs):
+            on_ct.add(node)
+    # keep only what the cotangent outputs need
+    needed: set[Node] = set()
+    stack = [e.node for e in bar_edges]
+    while stack:
+        n = stack.pop()
+        if n in needed or n not in on_ct:
+            continue
+        needed.add(n)
+        stack.extend(e.node for e in n.inputs)
+    bwd_nodes = [n for n in new_nodes if n in needed]
+    # residuals: forward values (not constants) that backward nodes or outputs read
+    residuals: list[Edge] = []
+    seen: set[Edge] = set()
+
+    def note(e: Edge):
+        if e.node not in on_ct and e.node.prim is not const_p and e not in seen:
+            seen.add(e)
+            residuals.append(e)
+
+    for n in bwd_nodes:
+        for e in n.inputs:
+            note(e)
+    for e in bar_edges:
+        note(e)
+    fwd_extra = _forward_extra(new_nodes, on_ct, residuals, graph)
+    forward = Graph(graph.inputs, tuple(graph.outputs) + tuple(residuals),
+                    with_consts(tuple(graph.nodes) + tuple(fwd_extra)), graph.in_tree, None,
+                    name=f"{graph.name}_fwd")
+    backward = _rebuild_backward(graph, residuals, ct_tracers, bwd_nodes, bar_edges)
+    if config.debug:
+        from tracegrad.ir.verify import verify
+
+        verify(forward)
+        verify(backward)
+    return VJPGraphs(forward, backward, len(graph.outputs), bar_inputs)
+
+
+def _forward_extra(new_nodes, on_ct, residuals, graph) -> list[Node]:
+    """Forward nodes the rules added (say `cos(x)` for `sin`) that residuals need."""
+    own = {n for n in new_nodes if n not in on_ct}
+    needed: set[Node] = set()
+    stack = [e.node for e in residuals if e.node in own]
+    while stack:
+        n = stack.pop()
+        if n in needed or n not in own:
+            continue
+        needed.add(n)
+        stack.extend(e.node for e in n.inputs)
+    return [n for n in new_nodes if n in needed]
+
+
+def _rebuild_backward(graph, residuals, ct_tracers, bwd_nodes, bar_edges) -> Graph:
+    """The backward nodes again, reading residuals from fresh `arg` inputs."""
+    remap: dict[Edge, Edge] = {}
+    inputs = []
+    for e in residuals:
+        new = Edge(arg_node(e.aval), 0)
+        remap[e] = new
+        inputs.append(new)
+    inputs.extend(t.edge for t in ct_tracers)
+    nodes: list[Node] = []
+    for n in bwd_nodes:
+        new_inputs = tuple(remap.get(e, e) for e in n.inputs)
+        if new_inputs == n.inputs:
+            new = n
+        else:
+            new = Node(n.prim, new_inputs, n.params, n.out_avals)
+            for i in range(len(n.out_avals)):
+                remap[Edge(n, i)] = Edge(new, i)
+        nodes.append(new)
+    outputs = tuple(remap.get(e, e) for e in bar_edges)
+    return Graph(tuple(inputs), outputs, with_consts(nodes, outputs), None, None,
+                 name=f"{graph.name}_bwd")
+
+
+def zeros_like_aval(aval) -> np.ndarray:
+    return np.zeros(aval.shape, aval.dtype)
