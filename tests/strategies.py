@@ -29,6 +29,10 @@ def array(data, shape, dtype=np.float64, lo=-2.0, hi=2.0) -> np.ndarray:
     if dtype.kind in "iu":
         return data.draw(hnp.arrays(dtype, shape, elements=st.integers(int(lo), int(hi))),
                          label="int array")
+    if dtype.itemsize < 8:  # bounds must be representable in the narrower type: round inward
+        lo32, hi32 = dtype.type(lo), dtype.type(hi)
+        lo = float(lo32 if lo32 >= lo else np.nextafter(lo32, dtype.type(np.inf)))
+        hi = float(hi32 if hi32 <= hi else np.nextafter(hi32, dtype.type(-np.inf)))
     elems = st.floats(lo, hi, allow_nan=False, allow_infinity=False, width=dtype.itemsize * 8)
     return data.draw(hnp.arrays(dtype, shape, elements=elems), label="array")
 

@@ -37,7 +37,9 @@ def result_dtype(ufunc: np.ufunc, *avals: Aval, op: str | None = None) -> tuple[
         raise TypeError(
             f"{op or ufunc.__name__}: NumPy has no loop for inputs of dtype ({names}): {err}"
         ) from None
-    weak = all(a.weak_type for a in avals) and len(avals) > 1
+    # Python scalars combined by operators stay Python scalars (weak); anything with an
+    # array in it, or a unary ufunc (np.sin(2.0) is a NumPy float64), is strong.
+    weak = len(avals) > 1 and all(a.weak_type and not a.shape for a in avals)
     return dtypes[len(avals)], weak
 
 

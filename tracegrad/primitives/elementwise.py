@@ -272,8 +272,11 @@ def _pow_derivs(x, y, out, need_x, need_y):
     dx = dy = None
     if need_x:
         # y * x**(y-1); at x == 0 with y == 0 this is 0 * 0**-1: take 0, as JAX does.
-        dx = where(equal(y, 0.0), 0.0, y * power(x, y - 1.0)) if not _is_const_scalar(y) else (
-            _pow_const_deriv(x, y))
+        if _is_const_scalar(y):
+            dx = _pow_const_deriv(x, y)
+        else:
+            dx = where(bind(logical_and_p, equal(y, 0.0), equal(x, 0.0)), 0.0,
+                       y * power(x, y - 1.0))
     if need_y:
         # log(x) * out, defined as 0 where x == 0 (the limit of x**y * log x for y > 0)
         safe_x = where(equal(x, 0.0), 1.0, x)
@@ -286,10 +289,11 @@ def _is_const_scalar(y) -> bool:
 
 
 def _pow_const_deriv(x, y):
+    # x ** c for a Python number c (x ** 2 is the common case): no where, no log
     if y == 0:
-        return 0.0 * x
+        return None
     if y == 1:
-        return 1.0 + 0.0 * x
+        return 1.0
     if y == 2:
         return x * 2
     return power(x, y - 1) * y
@@ -298,8 +302,9 @@ def _pow_const_deriv(x, y):
 def _max_derivs(x, y, out, need_x, need_y):
     # ties: each equal input gets half (JAX's balanced rule), so the sum is still 1
     x_eq, y_eq = equal(x, out), equal(y, out)
-    dx = where(x_eq, where(y_eq, 0.5, 1.0), 0.0) if need_x else None
-    dy = where(y_eq, where(x_eq, 0.5, 1.0), 0.0) if need_y else None
+    dtype = _dtype(out)
+    dx = astype(where(x_eq, where(y_eq, 0.5, 1.0), 0.0), dtype) if need_x else None
+    dy = astype(where(y_eq, where(x_eq, 0.5, 1.0), 0.0), dtype) if need_y else None
     return dx, dy
 
 
@@ -398,7 +403,7 @@ def _weak_example(a: Aval):
 def _where_shape(cond: Aval, x: Aval, y: Aval):
     out_shape = broadcast_shapes("where", cond.shape, x.shape, y.shape)
     dtype = np.result_type(_weak_example(x), _weak_example(y))
-    return Aval(out_shape, dtype, x.weak_type and y.weak_type)
+    return Aval(out_shape, dtype)  # np.where always returns a NumPy array: never weak
 
 
 def _where_vjp(bar, cond, x, y, *, out):
