@@ -16,7 +16,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from tracegrad.errors import ConcretizationError, EscapedTracerError, user_frame_location
 from tracegrad.ir.graph import (
-    Edge, Graph, Node, Params, arg_node, arg_p, const_node, const_p, with_consts,
+    EMPTY_PARAMS, Edge, Graph, Node, Params, arg_node, arg_p, const_node, const_p, with_consts,
 )
 from tracegrad.ir.primitive import Primitive
 from tracegrad.ir.types import Aval, aval_of
@@ -136,10 +136,10 @@ class Trace:
             if e is None:
                 edges[i] = self.const_edge(vals[i])
         in_edges = tuple(edges)
-        params = Params(params)
+        params = Params(params) if params else EMPTY_PARAMS
         key = None
         if self.cse:
-            key = (prim, in_edges, params)
+            key = (prim, params, *[(e.node, e.index) for e in in_edges])
             try:
                 node = self._cse_table.get(key)
             except TypeError:  # unhashable params: never shared

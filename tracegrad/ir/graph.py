@@ -64,10 +64,13 @@ class Node:
         return f"Node({self.prim.name}, #{id(self):x})"
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, hash=False)
 class Edge:
     node: Node
     index: int = 0
+
+    def __hash__(self) -> int:  # nodes hash by identity; cheaper than attrs' generic hash
+        return hash(self.node) + self.index
 
     @property
     def aval(self) -> Aval:

@@ -14,6 +14,12 @@ import numpy as np
 
 
 def _shape(s) -> tuple[int, ...]:
+    if type(s) is tuple:
+        for d in s:
+            if type(d) is not int:
+                break
+        else:
+            return s  # already a tuple of Python ints: the common case, kept cheap
     return tuple(int(d) for d in s)
 
 

@@ -27,8 +27,19 @@ def _resolve(ufunc: np.ufunc, keys: tuple):
     return ufunc.resolve_dtypes(keys + (None,) * ufunc.nout)
 
 
+_RESULT: dict = {}
+
+
 def result_dtype(ufunc: np.ufunc, *avals: Aval, op: str | None = None) -> tuple[np.dtype, bool]:
     """(dtype, weak) of `ufunc` applied to values of these avals, as NumPy 2 computes it."""
+    key = (ufunc,) + tuple((a.dtype, a.weak_type, not a.shape) for a in avals)
+    hit = _RESULT.get(key)
+    if hit is None:
+        hit = _RESULT[key] = _result_dtype(ufunc, avals, op)
+    return hit
+
+
+def _result_dtype(ufunc, avals, op):
     keys = tuple(_dtype_key(a) for a in avals)
     try:
         dtypes = _resolve(ufunc, keys)
@@ -44,6 +55,9 @@ def result_dtype(ufunc: np.ufunc, *avals: Aval, op: str | None = None) -> tuple[
 
 
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    first = shapes[0]
+    if all(s == first for s in shapes):  # the common case, without NumPy's machinery
+        return first
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -54,27 +68,29 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         ) from None
 
 
-def unbroadcast(x_bar, aval: Aval):
-    """Sum the cotangent `x_bar` of a broadcast result back to the input's `aval`.
+def unbroadcast(x_bar, aval: Aval | tuple[int, ...]):
+    """Sum the cotangent `x_bar` of a broadcast result back to the input's shape.
+
+    `aval` is the input's `Aval` or just its shape.
 
     Leading axes that broadcasting added are summed away; axes where the input had size 1
     are summed with keepdims. Returns `x_bar` untouched when no broadcasting happened.
     """
-    from tracegrad.primitives import reduction, shape  # sibling families (rules call at run time)
-
     if x_bar is None:
         return None
+    target = aval.shape if isinstance(aval, Aval) else tuple(aval)
     bar_shape = shape_of(x_bar)
-    if tuple(bar_shape) == aval.shape:
+    if bar_shape == target:
         return x_bar
-    lead = len(bar_shape) - len(aval.shape)
+    from tracegrad.primitives import reduction, shape  # sibling families, needed only here
+    lead = len(bar_shape) - len(target)
     axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(aval.shape) if d == 1 and bar_shape[lead + i] != 1
+        lead + i for i, d in enumerate(target) if d == 1 and bar_shape[lead + i] != 1
     )
     if axes:
         x_bar = reduction.sum(x_bar, axes)
-    if shape_of(x_bar) != aval.shape:
-        x_bar = shape.reshape(x_bar, aval.shape)
+    if shape_of(x_bar) != target:
+        x_bar = shape.reshape(x_bar, target)
     return x_bar
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from tracegrad.core import bind
 from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval, is_float
+from tracegrad.ir.types import Aval, aval_of, is_float
 from tracegrad.primitives.broadcasting import broadcast_shapes, result_dtype, shape_of, unbroadcast
 
 # -- unary ------------------------------------------------------------------------------------
@@ -197,8 +197,8 @@ def binary(name: str, ufunc: np.ufunc, derivs=None, *, vjp=None, jvp=None) -> Pr
             fx, fy = is_float(_dtype(x)), is_float(_dtype(y))
             dx, dy = derivs(x, y, out, fx, fy)
             return (
-                unbroadcast(bar * dx, _aval(x)) if fx and dx is not None else None,
-                unbroadcast(bar * dy, _aval(y)) if fy and dy is not None else None,
+                unbroadcast(bar * dx, shape_of(x)) if fx and dx is not None else None,
+                unbroadcast(bar * dy, shape_of(y)) if fy and dy is not None else None,
             )
     elif vjp is None:
         jvp, vjp = _zero_jvp, _zero_vjp
@@ -216,11 +216,7 @@ def binary(name: str, ufunc: np.ufunc, derivs=None, *, vjp=None, jvp=None) -> Pr
 
 def _aval(x) -> Aval:
     a = getattr(x, "aval", None)
-    if a is not None:
-        return a
-    from tracegrad.ir.types import aval_of
-
-    return aval_of(x)
+    return a if a is not None else aval_of(x)
 
 
 def _broadcast_like(t, out):
@@ -233,8 +229,8 @@ def _broadcast_like(t, out):
 
 def _add_vjp(bar, x, y, *, out):
     return (
-        unbroadcast(bar, _aval(x)) if is_float(_dtype(x)) else None,
-        unbroadcast(bar, _aval(y)) if is_float(_dtype(y)) else None,
+        unbroadcast(bar, shape_of(x)) if is_float(_dtype(x)) else None,
+        unbroadcast(bar, shape_of(y)) if is_float(_dtype(y)) else None,
     )
 
 
@@ -246,8 +242,8 @@ def _add_jvp(primals, tangents, *, out):
 
 def _sub_vjp(bar, x, y, *, out):
     return (
-        unbroadcast(bar, _aval(x)) if is_float(_dtype(x)) else None,
-        unbroadcast(negative(bar), _aval(y)) if is_float(_dtype(y)) else None,
+        unbroadcast(bar, shape_of(x)) if is_float(_dtype(x)) else None,
+        unbroadcast(negative(bar), shape_of(y)) if is_float(_dtype(y)) else None,
     )
 
 
@@ -409,8 +405,8 @@ def _where_shape(cond: Aval, x: Aval, y: Aval):
 def _where_vjp(bar, cond, x, y, *, out):
     return (
         None,
-        unbroadcast(where(cond, bar, 0.0), _aval(x)) if is_float(_dtype(x)) else None,
-        unbroadcast(where(cond, 0.0, bar), _aval(y)) if is_float(_dtype(y)) else None,
+        unbroadcast(where(cond, bar, 0.0), shape_of(x)) if is_float(_dtype(x)) else None,
+        unbroadcast(where(cond, 0.0, bar), shape_of(y)) if is_float(_dtype(y)) else None,
     )
 
 
@@ -458,7 +454,7 @@ def _clip_partials(x, lo, hi, out):
 def _clip_vjp(bar, x, lo, hi, *, out):
     dx, dlo, dhi = _clip_partials(x, lo, hi, out)
     return tuple(
-        unbroadcast(bar * d, _aval(v)) if is_float(_dtype(v)) else None
+        unbroadcast(bar * d, shape_of(v)) if is_float(_dtype(v)) else None
         for v, d in ((x, dx), (lo, dlo), (hi, dhi))
     )
 
