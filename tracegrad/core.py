@@ -197,7 +197,7 @@ class Trace:
 
 def _weak_value(val, aval: Aval):
     # A weak-typed result stands for a Python scalar; keep it one so NumPy 2 promotes it weakly.
-    if aval.weak_type and isinstance(val, np.ndarray | np.generic):
+    if aval.weak_type and not aval.shape and isinstance(val, np.ndarray | np.generic):
         return val.item()
     return val
 

@@ -4,5 +4,6 @@ Each family keeps its rows in its own module; this one merges them.
 """
 
 from tests.primitives.samples_elementwise import SAMPLES as _ELEMENTWISE
+from tests.primitives.samples_indexing import SAMPLES as _INDEXING
 
-SAMPLES = {**_ELEMENTWISE}
+SAMPLES = {**_ELEMENTWISE, **_INDEXING}
