@@ -147,7 +147,7 @@ class Trace:
             if node is not None:
                 return self._wrap(node, self.values.get(node) if concrete else None)
         avals = [e.node.out_avals[e.index] for e in in_edges]
-        out = prim.shape(*avals, **params)
+        out = _shape_rule(prim, avals, params)
         out_avals = tuple(out) if prim.multiple_results else (out,)
         node = Node(prim, in_edges, params, out_avals)
         self.nodes.append(node)
@@ -193,6 +193,24 @@ class Trace:
             stack.extend(e.node for e in n.inputs)
         nodes = with_consts([n for n in self.nodes if n in reach], outputs)
         return Graph(tuple(inputs), tuple(outputs), nodes, in_tree, out_tree, name)
+
+
+_SHAPES: dict = {}
+
+
+def _shape_rule(prim: Primitive, avals, params):
+    """`prim.shape(*avals, **params)`, memoized: programs repeat the same signatures."""
+    try:
+        key = (prim, params, *avals)
+        out = _SHAPES.get(key)
+    except TypeError:  # unhashable params (a constant's array)
+        return prim.shape(*avals, **params)
+    if out is None:
+        out = prim.shape(*avals, **params)
+        if len(_SHAPES) > 100_000:
+            _SHAPES.clear()
+        _SHAPES[key] = out
+    return out
 
 
 def _weak_value(val, aval: Aval):

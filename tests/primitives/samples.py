@@ -5,5 +5,6 @@ Each family keeps its rows in its own module; this one merges them.
 
 from tests.primitives.samples_elementwise import SAMPLES as _ELEMENTWISE
 from tests.primitives.samples_indexing import SAMPLES as _INDEXING
+from tests.primitives.samples_linalg import SAMPLES as _LINALG
 
-SAMPLES = {**_ELEMENTWISE, **_INDEXING}
+SAMPLES = {**_ELEMENTWISE, **_INDEXING, **_LINALG}

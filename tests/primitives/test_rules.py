@@ -19,6 +19,7 @@ from tests.primitives.samples import SAMPLES
 from tracegrad.core import bind
 from tracegrad.ir.types import aval_of, is_float
 from tracegrad.primitives import ALL
+from tracegrad.transforms.vjp import call_vjp
 
 DIFFERENTIABLE = [p for p in ALL if p in SAMPLES and SAMPLES[p].fd]
 NOT_DIFFERENTIABLE = [p for p in ALL if p in SAMPLES and not SAMPLES[p].fd]
@@ -164,11 +165,11 @@ def test_jvp_rule_is_adjoint_of_vjp_rule(prim, data, seed):
     t_out = prim.jvp(tuple(args), tuple(tangents), out=out, **params)
     t_outs = _outs(prim, t_out) if t_out is not None else (None,) * len(us)
     lhs = sum(float(np.sum(u * t)) for u, t in zip(us, t_outs) if t is not None)
-    bars = prim.vjp(tuple(us) if prim.multiple_results else us[0], *args, out=out, **params)
+    bars = call_vjp(prim, tuple(us) if prim.multiple_results else us[0], *args, out=out,
+                    **params)
     rhs = 0.0
     for b, t in zip(bars, tangents):
         if b is not None and t is not None:
-            b = b() if callable(b) and not isinstance(b, np.ndarray) else b
             assert np.shape(b) == np.shape(t), (prim, np.shape(b), np.shape(t))
             rhs += float(np.sum(b * t))
     tol = SAMPLES[prim].tol * _scale(lhs, rhs)
@@ -181,7 +182,7 @@ def test_non_differentiable_primitives_give_no_cotangent(prim, data):
     args, params = SAMPLES[prim].draw(data, np.float64)
     out = bind(prim, *args, **params)
     ct = tuple(np.ones(np.shape(o)) for o in _outs(prim, out))
-    bars = prim.vjp(ct if prim.multiple_results else ct[0], *args, out=out, **params)
+    bars = call_vjp(prim, ct if prim.multiple_results else ct[0], *args, out=out, **params)
     assert all(b is None for b in bars)
     assert prim.jvp(tuple(args), tuple(np.ones(np.shape(a)) for a in args), out=out,
                     **params) is None

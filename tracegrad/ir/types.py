@@ -23,7 +23,7 @@ def _shape(s) -> tuple[int, ...]:
     return tuple(int(d) for d in s)
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, cache_hash=True)
 class Aval:
     shape: tuple[int, ...] = attrs.field(converter=_shape)
     dtype: np.dtype = attrs.field(converter=np.dtype)

@@ -1,5 +1,596 @@
-"""Products: matmul, dot, tensordot, einsum (and the functions built on them)."""
+"""Products: matmul, dot, tensordot and einsum, the multilinear primitives.
+
+Each is linear in every operand, so one rule serves all jvps: the sum of the products with
+one operand replaced by its tangent. Each vjp contracts the output cotangent with the other
+operands (matmul with swapped axes, tensordot/dot with a tensordot plus a transpose, einsum
+with an einsum whose output is the operand's subscripts). Forward values are NumPy's own
+functions, so they match NumPy bit for bit; cotangents are cast to their operand's dtype.
+"""
 
 from __future__ import annotations
 
-PRIMITIVES = ()
+import functools
+import math
+import re
+import string
+from collections import Counter
+
+import numpy as np
+
+from tracegrad.core import bind
+from tracegrad.ir.primitive import Primitive
+from tracegrad.ir.types import Aval, is_float
+from tracegrad.primitives.broadcasting import result_dtype, shape_of, unbroadcast
+
+# -- shared helpers ---------------------------------------------------------------------------
+
+
+def _dtype_of(x) -> np.dtype:
+    d = getattr(x, "dtype", None)
+    if d is not None:
+        return np.dtype(d)
+    if isinstance(x, bool):
+        return np.dtype(np.bool_)
+    if isinstance(x, int):
+        return np.dtype(np.int64)
+    if isinstance(x, float):
+        return np.dtype(np.float64)
+    return np.asarray(x).dtype
+
+
+def _strong_result_type(op: str, *avals: Aval) -> np.dtype:
+    # dot, tensordot and einsum convert Python scalars with asarray: no weak promotion.
+    try:
+        return np.result_type(*(a.dtype for a in avals))
+    except TypeError as err:
+        names = ", ".join(a.dtype.name for a in avals)
+        raise TypeError(f"{op}: no common dtype for inputs of dtype ({names}): {err}") from None
+
+
+def _cast(x_bar, x):
+    """`x_bar` in the dtype of the operand `x` (float32 operands of a float64 product)."""
+    from tracegrad.primitives import elementwise
+
+    want = _dtype_of(x)
+    return x_bar if _dtype_of(x_bar) == want else elementwise.astype(x_bar, want)
+
+
+def _reshape(x, shape):
+    from tracegrad.primitives import shape as _shape
+
+    return x if shape_of(x) == tuple(shape) else _shape.reshape(x, shape)
+
+
+def _transpose(x, perm):
+    from tracegrad.primitives import shape as _shape
+
+    perm = tuple(perm)
+    return x if perm == tuple(range(len(perm))) else _shape.transpose(x, perm)
+
+
+def _swap(x):
+    """Swap the last two axes."""
+    n = len(shape_of(x))
+    return _transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _multilinear_jvp(get_prim):
+    # Linear in each operand: the tangent is the sum of the products with one operand
+    # replaced by its tangent (symbolic zeros skipped). `get_prim` names the primitive
+    # lazily, since the rule is built before the primitive exists.
+    def jvp(primals, tangents, *, out, **params):
+        prim = get_prim()
+        total = None
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            args = primals[:i] + (t,) + primals[i + 1 :]
+            term = bind(prim, *args, **params)
+            total = term if total is None else total + term
+        return total
+
+    return jvp
+
+
+def _shapes_text(*shapes) -> str:
+    return " and ".join(str(tuple(s)) for s in shapes)
+
+
+# -- matmul -----------------------------------------------------------------------------------
+
+
+def matmul(x, y):
+    """`np.matmul(x, y)` (`x @ y`): 1-D operands are promoted, batch axes broadcast."""
+    return bind(matmul_p, x, y)
+
+
+def _matmul_shape(x: Aval, y: Aval):
+    xs, ys = x.shape, y.shape
+    if not xs or not ys:
+        raise ValueError(
+            f"matmul: shapes {_shapes_text(xs, ys)}: matmul needs operands with at least one "
+            "axis; use multiply (*) to scale by a scalar"
+        )
+    xk = xs[-1]
+    yk, y_axis = (ys[0], "the only axis") if len(ys) == 1 else (ys[-2], "the second-to-last axis")
+    if xk != yk:
+        raise ValueError(
+            f"matmul: shapes {_shapes_text(xs, ys)} do not align: the last axis of the first "
+            f"({xk}) must equal {y_axis} of the second ({yk}); transpose or reshape an operand"
+        )
+    xb, yb = xs[:-2], ys[:-2]
+    try:
+        batch = tuple(np.broadcast_shapes(xb, yb))
+    except ValueError:
+        raise ValueError(
+            f"matmul: shapes {_shapes_text(xs, ys)} do not broadcast in their batch axes "
+            f"{_shapes_text(xb, yb)}: leading axes must be equal or 1; reshape or "
+            "expand_dims an operand"
+        ) from None
+    out = batch + xs[-2:-1] + ys[-1:] if len(ys) >= 2 else batch + xs[-2:-1]
+    dtype, _ = result_dtype(np.matmul, x, y, op="matmul")
+    return Aval(out, dtype)
+
+
+def _summed_product(a, b):
+    """sum over the batch axes of `a[B]^T @ b[B]`, as one 2-D product.
+
+    a: (B..., p, q), b: (B..., p, r) with equal batch axes. Folding the batch into the
+    contracted axis avoids materializing one (q, r) product per batch element.
+    """
+    sa, sb = shape_of(a), shape_of(b)
+    rows = math.prod(sa[:-1])
+    a2 = _reshape(a, (rows, sa[-1]))
+    b2 = _reshape(b, (rows, sb[-1]))
+    return matmul(_transpose(a2, (1, 0)), b2)
+
+
+def _matmul_vjp(g, x, y, *, out):
+    need_x, need_y = is_float(_dtype_of(x)), is_float(_dtype_of(y))
+    if not (need_x or need_y):
+        return (None, None)
+    xs, ys = shape_of(x), shape_of(y)
+    # promote 1-D operands as matmul does: (k,) @ ... is (1, k) @ ..., ... @ (k,) is ... @ (k, 1)
+    x2 = x if len(xs) >= 2 else _reshape(x, (1,) + xs)
+    y2 = y if len(ys) >= 2 else _reshape(y, ys + (1,))
+    x2s, y2s = shape_of(x2), shape_of(y2)
+    batch = tuple(np.broadcast_shapes(x2s[:-2], y2s[:-2]))
+    g2 = _reshape(g, batch + (x2s[-2], y2s[-1]))
+
+    # Cotangents are returned as thunks: the backward pass computes only the ones it needs
+    # (`X @ W` with a constant X never pays for X's cotangent).
+    def x_bar():
+        if x2s[:-2] == batch:
+            bar = matmul(g2, _swap(y2))
+        elif len(x2s) == 2:  # x shared by every batch element (a weight matrix)
+            bar = _summed_product(_swap(g2), _swap(y2))
+        else:
+            bar = unbroadcast(matmul(g2, _swap(y2)), Aval(x2s, _dtype_of(x)))
+        return _cast(_reshape(bar, xs), x)
+
+    def y_bar():
+        if y2s[:-2] == batch:
+            bar = matmul(_swap(x2), g2)
+        elif len(y2s) == 2:  # y shared by every batch element (x @ W with batched x)
+            bar = _summed_product(x2, g2)
+        else:
+            bar = unbroadcast(matmul(_swap(x2), g2), Aval(y2s, _dtype_of(y)))
+        return _cast(_reshape(bar, ys), y)
+
+    return (x_bar if need_x else None, y_bar if need_y else None)
+
+
+matmul_p = Primitive(
+    "matmul",
+    impl=np.matmul,
+    shape=_matmul_shape,
+    jvp=_multilinear_jvp(lambda: matmul_p),
+    vjp=_matmul_vjp,
+    emit=lambda x, y: f"np.matmul({x}, {y})",
+)
+
+# -- tensordot --------------------------------------------------------------------------------
+
+
+def normalize_tensordot_axes(axes, a_shape, b_shape):
+    """`axes` of np.tensordot (an int N, or a pair of ints/sequences) as a pair of tuples of
+    non-negative axes, checked against the operands' ranks."""
+    na, nb = len(a_shape), len(b_shape)
+    if isinstance(axes, int | np.integer):
+        n = int(axes)
+        if n < 0 or n > min(na, nb):
+            raise ValueError(
+                f"tensordot: axes={n} contracts the last {n} axes of the first operand with the "
+                f"first {n} of the second, but the shapes are {_shapes_text(a_shape, b_shape)}"
+            )
+        return tuple(range(na - n, na)), tuple(range(n))
+    try:
+        axes_a, axes_b = axes
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}"
+        ) from None
+    axes_a = (axes_a,) if isinstance(axes_a, int | np.integer) else tuple(axes_a)
+    axes_b = (axes_b,) if isinstance(axes_b, int | np.integer) else tuple(axes_b)
+    return _normalize_axes(axes_a, na, "first", a_shape), _normalize_axes(
+        axes_b, nb, "second", b_shape
+    )
+
+
+def _normalize_axes(axes, n, which, shape):
+    out = []
+    for ax in axes:
+        ax = int(ax)
+        if not -n <= ax < n:
+            raise np.exceptions.AxisError(
+                f"tensordot: axis {ax} is out of bounds for the {which} operand of shape "
+                f"{tuple(shape)}"
+            )
+        out.append(ax % n)
+    return tuple(out)
+
+
+def tensordot(a, b, axes=2):
+    """`np.tensordot(a, b, axes)`; `axes` is normalized to a pair of tuples of axes."""
+    axes = normalize_tensordot_axes(axes, shape_of(a), shape_of(b))
+    return bind(tensordot_p, a, b, axes=axes)
+
+
+def _is_axes_pair(axes) -> bool:
+    return (
+        isinstance(axes, tuple)
+        and len(axes) == 2
+        and all(isinstance(t, tuple) and all(type(i) is int for i in t) for t in axes)
+    )
+
+
+def _check_tensordot_axes(a_shape, b_shape, axes):
+    if not _is_axes_pair(axes):
+        raise ValueError(f"tensordot: axes must be a pair of tuples of ints, got {axes!r:.80}")
+    axes_a, axes_b = axes
+    shapes = _shapes_text(a_shape, b_shape)
+    if len(axes_a) != len(axes_b):
+        raise ValueError(
+            f"tensordot: shapes {shapes}: axes {axes_a} of the first and {axes_b} of the "
+            "second must have the same length"
+        )
+    for which, ax, shape in (("first", axes_a, a_shape), ("second", axes_b, b_shape)):
+        if any(not 0 <= i < len(shape) for i in ax):
+            raise np.exceptions.AxisError(
+                f"tensordot: axes {ax} are out of bounds for the {which} operand of shape "
+                f"{tuple(shape)}"
+            )
+        if len(set(ax)) != len(ax):
+            raise ValueError(f"tensordot: axes {ax} of the {which} operand repeat an axis")
+    for i, j in zip(axes_a, axes_b):
+        if a_shape[i] != b_shape[j]:
+            raise ValueError(
+                f"tensordot: shapes {shapes} do not align: axis {i} of the first "
+                f"({a_shape[i]}) must equal axis {j} of the second ({b_shape[j]}); "
+                "contract axes of equal length"
+            )
+
+
+def _tensordot_shape(a: Aval, b: Aval, *, axes):
+    _check_tensordot_axes(a.shape, b.shape, axes)
+    axes_a, axes_b = axes
+    out = tuple(d for i, d in enumerate(a.shape) if i not in axes_a) + tuple(
+        d for i, d in enumerate(b.shape) if i not in axes_b
+    )
+    return Aval(out, _strong_result_type("tensordot", a, b))
+
+
+def _tensordot_bars(g, a, b, axes, need_a, need_b):
+    """Cotangents of `tensordot(a, b, axes)`: `g` contracted with the other operand over
+    its free axes, then transposed back into the operand's axis order."""
+    axes_a, axes_b = axes
+    na, nb = len(shape_of(a)), len(shape_of(b))
+    free_a = tuple(i for i in range(na) if i not in axes_a)
+    free_b = tuple(i for i in range(nb) if i not in axes_b)
+    nfa = len(free_a)
+    a_bar = b_bar = None
+    if need_a:
+        # axes of r: a's free axes, then b's contracted axes in increasing order
+        r = bind(tensordot_p, g, b, axes=(tuple(range(nfa, nfa + len(free_b))), free_b))
+        order_b = sorted(axes_b)
+        perm = [0] * na
+        for i, ax in enumerate(free_a):
+            perm[ax] = i
+        for ax, bx in zip(axes_a, axes_b):
+            perm[ax] = nfa + order_b.index(bx)
+        a_bar = _cast(_transpose(r, perm), a)
+    if need_b:
+        # axes of r: a's contracted axes in increasing order, then b's free axes
+        r = bind(tensordot_p, a, g, axes=(free_a, tuple(range(nfa))))
+        order_a = sorted(axes_a)
+        perm = [0] * nb
+        for ax, bx in zip(axes_a, axes_b):
+            perm[bx] = order_a.index(ax)
+        for j, bx in enumerate(free_b):
+            perm[bx] = len(axes_b) + j
+        b_bar = _cast(_transpose(r, perm), b)
+    return a_bar, b_bar
+
+
+def _tensordot_vjp(g, a, b, *, out, axes):
+    return _lazy_tensordot_bars(g, a, b, axes)
+
+
+def _lazy_tensordot_bars(g, a, b, axes):
+    """One thunk per operand (see matmul): only the cotangents needed are computed."""
+    need_a, need_b = is_float(_dtype_of(a)), is_float(_dtype_of(b))
+    return (
+        (lambda: _tensordot_bars(g, a, b, axes, True, False)[0]) if need_a else None,
+        (lambda: _tensordot_bars(g, a, b, axes, False, True)[1]) if need_b else None,
+    )
+
+
+tensordot_p = Primitive(
+    "tensordot",
+    impl=lambda a, b, *, axes: np.tensordot(a, b, axes=axes),
+    shape=_tensordot_shape,
+    jvp=_multilinear_jvp(lambda: tensordot_p),
+    vjp=_tensordot_vjp,
+    emit=lambda a, b, *, axes: f"np.tensordot({a}, {b}, axes={axes!r})",
+)
+
+# -- dot --------------------------------------------------------------------------------------
+
+
+def dot(a, b):
+    """`np.dot(a, b)`: multiply for scalars, else contract a's last axis with b's
+    second-to-last (its only axis when 1-D)."""
+    return bind(dot_p, a, b)
+
+
+def _dot_axes(na: int, nb: int):
+    return (na - 1,), (max(nb - 2, 0),)
+
+
+def _dot_shape(a: Aval, b: Aval):
+    dtype = _strong_result_type("dot", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return Aval(b.shape if a.ndim == 0 else a.shape, dtype)
+    (i,), (j,) = _dot_axes(a.ndim, b.ndim)
+    if a.shape[i] != b.shape[j]:
+        which = "the only axis" if b.ndim == 1 else "the second-to-last axis"
+        raise ValueError(
+            f"dot: shapes {_shapes_text(a.shape, b.shape)} do not align: the last axis of the "
+            f"first ({a.shape[i]}) must equal {which} of the second ({b.shape[j]}); transpose "
+            "or reshape an operand"
+        )
+    return Aval(a.shape[:-1] + b.shape[:j] + b.shape[j + 1 :], dtype)
+
+
+def _dot_vjp(g, a, b, *, out):
+    need_a, need_b = is_float(_dtype_of(a)), is_float(_dtype_of(b))
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:  # np.dot of a scalar is a (broadcasting) multiply
+        a_bar = _cast(unbroadcast(g * b, Aval(sa, _dtype_of(a))), a) if need_a else None
+        b_bar = _cast(unbroadcast(g * a, Aval(sb, _dtype_of(b))), b) if need_b else None
+        return (a_bar, b_bar)
+    return _lazy_tensordot_bars(g, a, b, _dot_axes(len(sa), len(sb)))
+
+
+dot_p = Primitive(
+    "dot",
+    impl=np.dot,
+    shape=_dot_shape,
+    jvp=_multilinear_jvp(lambda: dot_p),
+    vjp=_dot_vjp,
+    emit=lambda a, b: f"np.dot({a}, {b})",
+)
+
+# -- einsum -----------------------------------------------------------------------------------
+
+_VALID = re.compile(r"[a-zA-Z.,>-]*\Z")
+_LETTERS = string.ascii_uppercase + string.ascii_lowercase  # NumPy's label order
+
+
+def _check_term(term: str, subscripts: str):
+    if "." in term.replace("...", "", 1) or term.count("...") > 1:
+        raise ValueError(
+            f"einsum: invalid subscripts {subscripts!r}: '.' may only appear as one '...' "
+            "per operand"
+        )
+
+
+def normalize_subscripts(subscripts: str, nops: int) -> str:
+    """Subscripts in explicit form (`'ij,jk->ik'`), spaces removed, checked for `nops`
+    operands. Implicit outputs become NumPy's: the labels used once, in alphabetical order,
+    after `'...'` when an operand has one."""
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum: subscripts must be a string, got {type(subscripts).__name__}")
+    s = subscripts.replace(" ", "")
+    if not _VALID.match(s):
+        raise ValueError(
+            f"einsum: invalid subscripts {subscripts!r}: only letters, ',', '->' and '...' "
+            "are allowed"
+        )
+    arrows = s.count("->")
+    if arrows > 1 or s.count("-") != arrows or s.count(">") != arrows:
+        raise ValueError(
+            f"einsum: invalid subscripts {subscripts!r}: '->' may appear once, and '-' or "
+            "'>' only as part of it"
+        )
+    lhs, arrow, rhs = s.partition("->")
+    terms = lhs.split(",")
+    for t in terms + [rhs]:
+        _check_term(t, subscripts)
+    if nops < 1:
+        raise ValueError("einsum: at least one operand is required")
+    if len(terms) != nops:
+        raise ValueError(
+            f"einsum: subscripts {subscripts!r} name {len(terms)} operands, but {nops} "
+            f"{'was' if nops == 1 else 'were'} given"
+        )
+    counts = Counter(c for t in terms for c in t if c != ".")
+    if not arrow:
+        rhs = ("..." if any("..." in t for t in terms) else "") + "".join(
+            sorted((c for c, n in counts.items() if n == 1), key=_LETTERS.index)
+        )
+    else:
+        for c in rhs.replace("...", ""):
+            if c not in counts:
+                raise ValueError(
+                    f"einsum: output label {c!r} of {subscripts!r} appears in no operand"
+                )
+            if rhs.count(c) > 1:
+                raise ValueError(f"einsum: output label {c!r} of {subscripts!r} is repeated")
+    return ",".join(terms) + "->" + rhs
+
+
+def _label_name(c: str, ell: str) -> str:
+    return "'...'" if c in ell else repr(c)
+
+
+@functools.lru_cache(maxsize=2048)
+def expand_subscripts(subscripts: str, shapes: tuple) -> tuple[tuple[str, ...], str, tuple]:
+    """Normalized `subscripts` with `'...'` replaced by fresh letters for these operand
+    shapes: `(operand terms, output term, ((label, size), ...))`. Sizes broadcast across
+    operands (NumPy's einsum lets a label of size 1 meet any size)."""
+    lhs, rhs = subscripts.split("->")
+    terms = lhs.split(",")
+    used = set(subscripts)
+    free = [c for c in _LETTERS if c not in used]
+    ell_nd = []
+    for i, (t, shp) in enumerate(zip(terms, shapes)):
+        named = len(t.replace("...", ""))
+        if len(shp) < named or ("..." not in t and len(shp) != named):
+            raise ValueError(
+                f"einsum: operand {i} has shape {tuple(shp)} ({len(shp)} axes), but its "
+                f"subscripts {t!r} in {subscripts!r} name {named}"
+            )
+        ell_nd.append(len(shp) - named)
+    m = max(ell_nd)
+    if m > len(free):
+        raise ValueError(f"einsum: too many axes for the 52 available labels in {subscripts!r}")
+    ell = "".join(free[:m])
+    exp = tuple(t.replace("...", ell[m - k :]) for t, k in zip(terms, ell_nd))
+    if "..." in rhs:
+        out = rhs.replace("...", ell)
+    elif m:
+        raise ValueError(
+            f"einsum: operands of shapes {_shapes_text(*shapes)} have '...' axes, but the "
+            f"output of {subscripts!r} has no '...' to put them in"
+        )
+    else:
+        out = rhs
+    sizes: dict[str, int] = {}
+    where: dict[str, int] = {}
+    for i, (t, shp) in enumerate(zip(exp, shapes)):
+        local: dict[str, int] = {}
+        for c, d in zip(t, shp):
+            if c in local and local[c] != d:
+                raise ValueError(
+                    f"einsum: operand {i} of shape {tuple(shp)} repeats label {c!r} on axes of "
+                    f"sizes {local[c]} and {d}; a repeated label takes a diagonal, which needs "
+                    "equal sizes"
+                )
+            local[c] = d
+        for c, d in local.items():
+            prev = sizes.get(c)
+            if prev is None or prev == 1:
+                sizes[c], where[c] = d, i
+            elif d != 1 and d != prev:
+                j = where[c]
+                raise ValueError(
+                    f"einsum: shapes {_shapes_text(*shapes)} do not align for {subscripts!r}: "
+                    f"label {_label_name(c, ell)} has size {prev} in operand {j} but {d} in "
+                    f"operand {i}; sizes of a label must be equal (or 1, which broadcasts)"
+                )
+    return exp, out, tuple(sorted(sizes.items()))
+
+
+def einsum(subscripts: str, *operands):
+    """`np.einsum(subscripts, *operands)` (optimize=False); subscripts are normalized to
+    explicit form."""
+    return bind(einsum_p, *operands, subscripts=normalize_subscripts(subscripts, len(operands)))
+
+
+def _einsum_shape(*avals: Aval, subscripts):
+    if normalize_subscripts(subscripts, len(avals)) != subscripts:
+        raise ValueError(f"einsum: subscripts {subscripts!r} are not in normalized form")
+    _, out, sizes = expand_subscripts(subscripts, tuple(a.shape for a in avals))
+    sizes = dict(sizes)
+    return Aval(tuple(sizes[c] for c in out), _strong_result_type("einsum", *avals))
+
+
+def _einsum_operand_bar(g, operands, i, subscripts):
+    """Cotangent of operand `i`: `g` contracted with the other operands onto operand i's
+    labels. Labels that only operand i has are broadcast, broadcast (size-1) axes summed,
+    and repeated labels (diagonals) put back on the diagonal with identity matrices."""
+    from tracegrad.primitives import reduction
+    from tracegrad.primitives import shape as _shape
+
+    shapes = tuple(shape_of(x) for x in operands)
+    terms, out, _ = expand_subscripts(subscripts, shapes)
+    term, shape = terms[i], shapes[i]
+    own = dict(zip(term, shape))
+    uniq = "".join(dict.fromkeys(term))
+    others = [j for j in range(len(operands)) if j != i]
+    avail = set(out).union(*(terms[j] for j in others))
+    kept = "".join(c for c in uniq if c in avail)
+    spec = ",".join([out] + [terms[j] for j in others]) + "->" + kept
+    r = einsum(spec, g, *(operands[j] for j in others))
+    # a label of size 1 here that met a longer axis elsewhere: sum it back (keepdims)
+    rs = shape_of(r)
+    summed = tuple(k for k, c in enumerate(kept) if own[c] == 1 and rs[k] != 1)
+    if summed:
+        r = reduction.sum(r, summed, True)
+    # labels only this operand has (summed in it alone): every element gets the same value
+    r = _reshape(r, tuple(shape_of(r)[kept.index(c)] if c in kept else 1 for c in uniq))
+    uniq_shape = tuple(own[c] for c in uniq)
+    if shape_of(r) != uniq_shape:
+        r = _shape.broadcast_to(r, uniq_shape)
+    if len(uniq) < len(term):
+        r = _embed_diagonals(r, uniq, term, own, subscripts)
+    return _cast(r, operands[i])
+
+
+def _embed_diagonals(r, uniq, term, own, subscripts):
+    # r has one axis per distinct label; the operand repeats some. Each repeat gets a fresh
+    # label tied to the first occurrence by an identity matrix: einsum('i,ij->ij', r, eye).
+    free = iter(c for c in _LETTERS if c not in subscripts and c not in term)
+    target, eyes, eye_terms = [], [], []
+    seen = set()
+    for c in term:
+        if c in seen:
+            f = next(free)
+            target.append(f)
+            eye_terms.append(c + f)
+            eyes.append(np.eye(own[c], dtype=_dtype_of(r)))
+        else:
+            seen.add(c)
+            target.append(c)
+    spec = ",".join([uniq] + eye_terms) + "->" + "".join(target)
+    return einsum(spec, r, *eyes)
+
+
+def _einsum_vjp(g, *operands, out, subscripts):
+    # one thunk per operand (see matmul): only the cotangents needed are computed
+    return tuple(
+        (lambda i=i: _einsum_operand_bar(g, operands, i, subscripts))
+        if is_float(_dtype_of(x)) else None
+        for i, x in enumerate(operands)
+    )
+
+
+def _einsum_emit(*names, subscripts):
+    return f"np.einsum({subscripts!r}, {', '.join(names)})"
+
+
+def _einsum_impl(*operands, subscripts):
+    return np.einsum(subscripts, *operands)
+
+
+einsum_p = Primitive(
+    "einsum",
+    impl=_einsum_impl,
+    shape=_einsum_shape,
+    jvp=_multilinear_jvp(lambda: einsum_p),
+    vjp=_einsum_vjp,
+    emit=_einsum_emit,
+)
+
+PRIMITIVES = (matmul_p, dot_p, tensordot_p, einsum_p)

@@ -48,10 +48,9 @@ class Cotangents:
     def add(self, edge: Edge, bar) -> None:
         if bar is None or edge.node not in self.active:
             return
-        if callable(bar) and not isinstance(bar, Tracer):
-            bar = bar()
-            if bar is None:
-                return
+        bar = force(bar)
+        if bar is None:
+            return
         aval = edge.node.out_avals[edge.index]
         if not is_float(aval.dtype):
             return
@@ -78,6 +77,16 @@ class Cotangents:
         if bar is not None and node.prim.multiple_results:
             return None if all(b is None for b in bar) else tuple(bar)
         return bar
+
+
+def force(bar):
+    """A cotangent from a vjp rule, calling it if the rule returned a thunk."""
+    return bar() if callable(bar) and not isinstance(bar, Tracer) else bar
+
+
+def call_vjp(prim, cotangent, *primals, out, **params) -> tuple:
+    """`prim.vjp` with every cotangent computed (tests and tools that want them all)."""
+    return tuple(force(b) for b in prim.vjp(cotangent, *primals, out=out, **params))
 
 
 def backward_pass(graph: Graph, read: Reader, out_bars: Sequence, wrt: Sequence[bool],
