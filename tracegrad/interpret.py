@@ -7,7 +7,7 @@ enclosing trace: that is how a graph traced at one level is re-traced by a trans
 from __future__ import annotations
 
 from tracegrad import tree
-from tracegrad.core import bind
+from tracegrad.core import Tracer, bind
 from tracegrad.ir.analysis import free_schedule
 from tracegrad.ir.graph import Graph, Node, const_p
 
@@ -36,18 +36,30 @@ def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None,
         else:
             vals = []
             for e in node.inputs:
-                v = env[e.node]
+                v = env[e.node] if e.node in env else _unlisted_const(e.node)
                 vals.append(v[e.index] if e.node.prim.multiple_results else v)
-            env[node] = bind(node.prim, *vals, **node.params)
+            out = bind(node.prim, *vals, **node.params)
+            if node.out_avals[0].weak_type and not node.out_avals[0].shape and not isinstance(
+                    out, Tracer | bool | int | float | complex):
+                out = out.item()  # a weak value stands for a Python scalar (NEP 50 promotion)
+            env[node] = out
         for dead in free:
             del env[dead]
     if keep_all:
         return env
     outs = []
     for e in graph.outputs:
-        v = env[e.node]
+        v = env[e.node] if e.node in env else _unlisted_const(e.node)
         outs.append(v[e.index] if e.node.prim.multiple_results else v)
     return outs
+
+
+def _unlisted_const(node: Node):
+    # Graphs may read constants without listing them (verify allows it); anything else
+    # missing from the value table is a malformed graph.
+    if node.prim is const_p:
+        return node.params["value"]
+    raise ValueError(f"eval_graph: a {node.prim.name} node is read before it is computed")
 
 
 def call_graph(graph: Graph, args, kwargs):

@@ -85,7 +85,8 @@ def _arg_impl(*args, **params):
 
 
 def _const_shape(*, value):
-    return Aval(np.shape(value), _const_dtype(value), isinstance(value, int | float | complex))
+    weak = isinstance(value, int | float | complex) and not isinstance(value, bool)
+    return Aval(np.shape(value), _const_dtype(value), weak)
 
 
 def _const_dtype(value):

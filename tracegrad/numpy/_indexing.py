@@ -204,9 +204,11 @@ def _basic(x, x_shape, items):
 
 
 def _index_array(indices):
-    if isinstance(indices, Tracer):
+    if isinstance(indices, Tracer) or isinstance(indices, int | np.integer):
         return indices
-    return np.asarray(indices) if not isinstance(indices, int | np.integer) else indices
+    arr = np.asarray(indices)
+    # np.take converts indices to intp, so an empty list (float64 to asarray) is an empty index
+    return arr.astype(np.intp) if arr.size == 0 and arr.dtype.kind == "f" else arr
 
 
 def take(a, indices, axis=None, out=None, mode="raise"):

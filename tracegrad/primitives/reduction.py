@@ -1,18 +1,26 @@
-"""Reductions: sum, prod, max, min, argmax, argmin, all, any, and the cumulative sums.
+"""Reductions: sum, prod, max, min, argmax, argmin, all, any, and the cumulative sums/products.
 
-Each takes `axis` as a normalized tuple and a `keepdims` flag. The vjp of a reduction
-broadcasts the cotangent back over the reduced axes.
+Each reduction takes `axis` as a sorted tuple of distinct non-negative axes and a `keepdims`
+flag; the arg-reductions and the cumulative ones take a one-axis tuple. The vjp of a reduction
+broadcasts the cotangent back over the reduced axes. `cumsum`/`cumprod` also take `reverse`
+and `exclusive` flags (as `jax.lax.cumsum` and `tf.math.cumprod` do): the transpose of a
+forward cumulative sum is a reverse one, and `prod`'s zero-safe derivative is a product of
+two exclusive cumulative products. The NumPy-facing functions always use the plain forms.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
+import math
 
 import numpy as np
 
 from tracegrad.core import bind
 from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval
+from tracegrad.ir.types import Aval, is_float
+from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives.broadcasting import shape_of
 
 
 def reduced_shape(shape, axis, keepdims):
@@ -30,17 +38,84 @@ def kept_cotangent(x_bar, shape, axis, keepdims):
     return _shape.broadcast_to(x_bar, shape)
 
 
+def _keep(v, shape, axis, keepdims):
+    """`v` (a reduction's output or cotangent) with its reduced axes kept as size 1, so it
+    broadcasts against the input."""
+    from tracegrad.primitives import shape as _shape
+
+    kept = reduced_shape(shape, axis, True)
+    return v if keepdims or shape_of(v) == kept else _shape.reshape(v, kept)
+
+
+def _axes(axis) -> tuple[int, ...]:
+    # the binding functions accept any iterable of axes (or one int) and sort it
+    if isinstance(axis, int | np.integer):
+        return (int(axis),)
+    return tuple(sorted(int(a) for a in axis))
+
+
+def _check_axes(name: str, x: Aval, axis, *, single: bool = False) -> None:
+    ok = (
+        isinstance(axis, tuple)
+        and builtins.all(isinstance(a, int) for a in axis)
+        and list(axis) == sorted(set(axis))
+        and builtins.all(0 <= a < x.ndim for a in axis)
+    )
+    if ok and (not single or len(axis) == 1):
+        return
+    want = "a one-axis tuple (a,)" if single else "a sorted tuple of distinct axes"
+    raise ValueError(
+        f"{name}: axis {axis!r} does not fit an array of shape {x.shape} (ndim {x.ndim}); "
+        f"pass {want} with every axis in [0, {x.ndim}) (tracegrad.numpy.{name} normalizes "
+        "NumPy-style axes)"
+    )
+
+
+def _check_nonempty(name: str, x: Aval, axis, why: str) -> None:
+    empty = [a for a in axis if x.shape[a] == 0]
+    if empty:
+        raise ValueError(
+            f"{name}: {why}: axis {empty[0]} of an array of shape {x.shape} has size 0; "
+            "reduce only over non-empty axes"
+        )
+
+
 @functools.lru_cache(maxsize=1024)
+def _result_dtype(fn, dtype: np.dtype) -> np.dtype:
+    # NumPy widens small integers and bools in sum/prod/cumsum/cumprod (to int64/uint64)
+    return fn(np.zeros((1,), dtype)).dtype
+
+
 def _sum_dtype(dtype: np.dtype) -> np.dtype:
-    return np.sum(np.zeros((1,), dtype)).dtype
+    return _result_dtype(np.sum, np.dtype(dtype))
+
+
+def _float_input(x) -> bool:
+    return is_float(ew._dtype(x))
+
+
+def _zero_jvp(primals, tangents, **params):
+    return None
+
+
+def _zero_vjp(x_bar, x, **params):
+    return (None,)
+
+
+def _reduce_emit(fname):
+    return lambda x, *, axis, keepdims: f"np.{fname}({x}, axis={axis!r}, keepdims={keepdims!r})"
+
+
+# -- sum --------------------------------------------------------------------------------------
 
 
 def sum(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
     """Sum over the axes in `axis` (a normalized tuple)."""
-    return bind(sum_p, x, axis=tuple(axis), keepdims=bool(keepdims))
+    return bind(sum_p, x, axis=_axes(axis), keepdims=bool(keepdims))
 
 
 def _sum_shape(x: Aval, *, axis, keepdims):
+    _check_axes("sum", x, axis)
     return Aval(reduced_shape(x.shape, axis, keepdims), _sum_dtype(x.dtype))
 
 
@@ -51,8 +126,9 @@ def _sum_jvp(primals, tangents, *, out, axis, keepdims):
 
 def _sum_vjp(x_bar, x, *, out, axis, keepdims):
     # every summed element received the same cotangent
-    return (kept_cotangent(x_bar, np.shape(x) if not hasattr(x, "aval") else x.shape, axis,
-                           keepdims),)
+    if not _float_input(x):
+        return (None,)
+    return (kept_cotangent(x_bar, shape_of(x), axis, keepdims),)
 
 
 sum_p = Primitive(
@@ -61,7 +137,332 @@ sum_p = Primitive(
     shape=_sum_shape,
     jvp=_sum_jvp,
     vjp=_sum_vjp,
-    emit=lambda x, *, axis, keepdims: f"np.sum({x}, axis={axis!r}, keepdims={keepdims!r})",
+    emit=_reduce_emit("sum"),
 )
 
-PRIMITIVES = (sum_p,)
+# -- prod -------------------------------------------------------------------------------------
+
+
+def prod(x, axis, keepdims=False):
+    """Product over the axes in `axis` (a normalized tuple)."""
+    return bind(prod_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+
+
+def _prod_shape(x: Aval, *, axis, keepdims):
+    _check_axes("prod", x, axis)
+    return Aval(reduced_shape(x.shape, axis, keepdims), _result_dtype(np.prod, x.dtype))
+
+
+def _others_product(x, axis):
+    """For each element, the product of the other elements of its slice along `axis`.
+
+    This is prod's derivative. It is the product of an exclusive cumulative product from the
+    front and one from the back, over the reduced axes flattened into one (JAX computes the
+    same quantity with a tree of pairwise products). It never divides by x, so zeros are
+    exact: with one zero in a slice, the zero's position gets the product of the rest and
+    every other position 0; with two or more zeros, every position gets 0. Differentiating
+    it again goes through cumprod's rule, which divides by x: prod's second derivative is
+    exact away from zeros and NaN in the row and column of a zero.
+    """
+    from tracegrad.primitives import shape as _shape
+
+    if len(axis) == 1:
+        return cumprod(x, axis, exclusive=True) * cumprod(x, axis, reverse=True, exclusive=True)
+    shape = shape_of(x)
+    nd = len(shape)
+    kept = [i for i in range(nd) if i not in axis]
+    perm = tuple(kept + list(axis))
+    moved = x if perm == tuple(range(nd)) else _shape.transpose(x, perm)
+    moved_shape = tuple(shape[p] for p in perm)
+    k = len(kept)
+    flat = _shape.reshape(moved, moved_shape[:k] + (math.prod(shape[a] for a in axis),))
+    others = _shape.reshape(_others_product(flat, (k,)), moved_shape)
+    if perm == tuple(range(nd)):
+        return others
+    return _shape.transpose(others, tuple(int(i) for i in np.argsort(perm)))
+
+
+def _prod_jvp(primals, tangents, *, out, axis, keepdims):
+    (x,), (x_dot,) = primals, tangents
+    if x_dot is None or not _float_input(x):
+        return None
+    if not axis:  # a product over no axes is the identity
+        return x_dot
+    return sum(x_dot * _others_product(x, axis), axis, keepdims)
+
+
+def _prod_vjp(x_bar, x, *, out, axis, keepdims):
+    if not _float_input(x):
+        return (None,)
+    if not axis:
+        return (x_bar,)
+    return (_keep(x_bar, shape_of(x), axis, keepdims) * _others_product(x, axis),)
+
+
+prod_p = Primitive(
+    "prod",
+    impl=lambda x, *, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+    shape=_prod_shape,
+    jvp=_prod_jvp,
+    vjp=_prod_vjp,
+    emit=_reduce_emit("prod"),
+)
+
+# -- max, min ---------------------------------------------------------------------------------
+
+
+def max(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
+    """Maximum over the axes in `axis` (NumPy's `amax`)."""
+    return bind(max_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+
+
+def min(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
+    """Minimum over the axes in `axis` (NumPy's `amin`)."""
+    return bind(min_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+
+
+def _chooser_shape(name, ufunc_name):
+    def shape(x: Aval, *, axis, keepdims):
+        _check_axes(name, x, axis)
+        _check_nonempty(
+            name,
+            x,
+            axis,
+            f"zero-size array to reduction operation {ufunc_name} which has no identity",
+        )
+        return Aval(reduced_shape(x.shape, axis, keepdims), x.dtype)
+
+    return shape
+
+
+def _chooser_weights(x, out, axis, keepdims):
+    """d out / d x: 1 / (number of ties) where x equals its slice's extremum, else 0.
+
+    JAX's rule: tied elements share the derivative evenly, so the weights of a slice sum to 1
+    ([1, 3, 3] -> [0, 0.5, 0.5]). A NaN extremum matches nothing and gives NaN weights.
+    """
+    hit = ew.astype(ew.equal(x, _keep(out, shape_of(x), axis, keepdims)), ew._dtype(x))
+    return hit / sum(hit, axis, True)
+
+
+def _chooser_jvp(primals, tangents, *, out, axis, keepdims):
+    (x,), (x_dot,) = primals, tangents
+    if x_dot is None or not _float_input(x):
+        return None
+    return sum(x_dot * _chooser_weights(x, out, axis, keepdims), axis, keepdims)
+
+
+def _chooser_vjp(x_bar, x, *, out, axis, keepdims):
+    if not _float_input(x):
+        return (None,)
+    weights = _chooser_weights(x, out, axis, keepdims)
+    return (_keep(x_bar, shape_of(x), axis, keepdims) * weights,)
+
+
+max_p = Primitive(
+    "max",
+    impl=lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+    shape=_chooser_shape("max", "maximum"),
+    jvp=_chooser_jvp,
+    vjp=_chooser_vjp,
+    emit=_reduce_emit("max"),
+)
+
+min_p = Primitive(
+    "min",
+    impl=lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+    shape=_chooser_shape("min", "minimum"),
+    jvp=_chooser_jvp,
+    vjp=_chooser_vjp,
+    emit=_reduce_emit("min"),
+)
+
+# -- argmax, argmin ---------------------------------------------------------------------------
+
+
+def argmax(x, axis, keepdims=False):
+    """Index of the maximum along the one axis in `axis` (a one-axis tuple or an int)."""
+    return bind(argmax_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+
+
+def argmin(x, axis, keepdims=False):
+    """Index of the minimum along the one axis in `axis` (a one-axis tuple or an int)."""
+    return bind(argmin_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+
+
+def _arg_shape(name):
+    def shape(x: Aval, *, axis, keepdims):
+        _check_axes(name, x, axis, single=True)
+        _check_nonempty(name, x, axis, f"attempt to get {name} of an empty sequence")
+        return Aval(reduced_shape(x.shape, axis, keepdims), np.intp)
+
+    return shape
+
+
+def _arg_emit(fname):
+    return lambda x, *, axis, keepdims: f"np.{fname}({x}, axis={axis[0]!r}, keepdims={keepdims!r})"
+
+
+argmax_p = Primitive(
+    "argmax",
+    impl=lambda x, *, axis, keepdims: np.argmax(x, axis=axis[0], keepdims=keepdims),
+    shape=_arg_shape("argmax"),
+    jvp=_zero_jvp,
+    vjp=_zero_vjp,
+    emit=_arg_emit("argmax"),
+    differentiable=False,
+)
+
+argmin_p = Primitive(
+    "argmin",
+    impl=lambda x, *, axis, keepdims: np.argmin(x, axis=axis[0], keepdims=keepdims),
+    shape=_arg_shape("argmin"),
+    jvp=_zero_jvp,
+    vjp=_zero_vjp,
+    emit=_arg_emit("argmin"),
+    differentiable=False,
+)
+
+# -- all, any ---------------------------------------------------------------------------------
+
+
+def all(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
+    """Logical AND over the axes in `axis` (bool result)."""
+    return bind(all_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+
+
+def any(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
+    """Logical OR over the axes in `axis` (bool result)."""
+    return bind(any_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+
+
+def _logical_shape(name):
+    def shape(x: Aval, *, axis, keepdims):
+        _check_axes(name, x, axis)
+        return Aval(reduced_shape(x.shape, axis, keepdims), np.bool_)
+
+    return shape
+
+
+all_p = Primitive(
+    "all",
+    impl=lambda x, *, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
+    shape=_logical_shape("all"),
+    jvp=_zero_jvp,
+    vjp=_zero_vjp,
+    emit=_reduce_emit("all"),
+    differentiable=False,
+)
+
+any_p = Primitive(
+    "any",
+    impl=lambda x, *, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
+    shape=_logical_shape("any"),
+    jvp=_zero_jvp,
+    vjp=_zero_vjp,
+    emit=_reduce_emit("any"),
+    differentiable=False,
+)
+
+# -- cumsum, cumprod --------------------------------------------------------------------------
+# `reverse` accumulates from the back; `exclusive` leaves each element out of its own result
+# (the first result is the identity). The impl and the emitted code are the same NumPy calls:
+# flip, then shift by one with the identity in front (insert + delete), then accumulate.
+
+
+def cumsum(x, axis, reverse=False, exclusive=False):
+    """Cumulative sum along the one axis in `axis` (a one-axis tuple or an int)."""
+    return bind(cumsum_p, x, axis=_axes(axis), reverse=bool(reverse), exclusive=bool(exclusive))
+
+
+def cumprod(x, axis, reverse=False, exclusive=False):
+    """Cumulative product along the one axis in `axis` (a one-axis tuple or an int)."""
+    return bind(cumprod_p, x, axis=_axes(axis), reverse=bool(reverse), exclusive=bool(exclusive))
+
+
+def _cumulative_impl(fn, identity):
+    def impl(x, *, axis, reverse, exclusive):
+        (a,) = axis
+        if reverse:
+            x = np.flip(x, a)
+        if exclusive:
+            x = np.delete(np.insert(x, 0, identity, axis=a), -1, axis=a)
+        y = fn(x, axis=a)
+        return np.flip(y, a) if reverse else y
+
+    return impl
+
+
+def _cumulative_emit(fname, identity):
+    def emit(x, *, axis, reverse, exclusive):
+        (a,) = axis
+        e = f"np.flip({x}, {a})" if reverse else x
+        if exclusive:
+            e = f"np.delete(np.insert({e}, 0, {identity}, axis={a}), -1, axis={a})"
+        e = f"np.{fname}({e}, axis={a})"
+        return f"np.flip({e}, {a})" if reverse else e
+
+    return emit
+
+
+def _cumulative_shape(name, fn):
+    def shape(x: Aval, *, axis, reverse, exclusive):
+        _check_axes(name, x, axis, single=True)
+        return Aval(x.shape, _result_dtype(fn, x.dtype))
+
+    return shape
+
+
+def _cumsum_jvp(primals, tangents, *, out, axis, reverse, exclusive):
+    (x,), (x_dot,) = primals, tangents
+    if x_dot is None or not _float_input(x):
+        return None
+    return cumsum(x_dot, axis, reverse, exclusive)
+
+
+def _cumsum_vjp(x_bar, x, *, out, axis, reverse, exclusive):
+    # the transpose of accumulating from the front is accumulating from the back
+    if not _float_input(x):
+        return (None,)
+    return (cumsum(x_bar, axis, not reverse, exclusive),)
+
+
+cumsum_p = Primitive(
+    "cumsum",
+    impl=_cumulative_impl(np.cumsum, 0),
+    shape=_cumulative_shape("cumsum", np.cumsum),
+    jvp=_cumsum_jvp,
+    vjp=_cumsum_vjp,
+    emit=_cumulative_emit("cumsum", 0),
+)
+
+
+# cumprod's derivative divides by x: d out_i / d x_j = out_i / x_j for every x_j in out_i's
+# product. It is exact away from zeros and gives inf/nan at x == 0 (JAX differentiates its
+# associative scan instead, which is exact at zeros but costs log(n) passes). `prod`, whose
+# gradient must be right at zeros, does not use this rule for its first derivative.
+
+
+def _cumprod_jvp(primals, tangents, *, out, axis, reverse, exclusive):
+    (x,), (x_dot,) = primals, tangents
+    if x_dot is None or not _float_input(x):
+        return None
+    return out * cumsum(x_dot / x, axis, reverse, exclusive)
+
+
+def _cumprod_vjp(x_bar, x, *, out, axis, reverse, exclusive):
+    if not _float_input(x):
+        return (None,)
+    return (cumsum(x_bar * out, axis, not reverse, exclusive) / x,)
+
+
+cumprod_p = Primitive(
+    "cumprod",
+    impl=_cumulative_impl(np.cumprod, 1),
+    shape=_cumulative_shape("cumprod", np.cumprod),
+    jvp=_cumprod_jvp,
+    vjp=_cumprod_vjp,
+    emit=_cumulative_emit("cumprod", 1),
+)
+
+PRIMITIVES = (sum_p, prod_p, max_p, min_p, argmax_p, argmin_p, all_p, any_p, cumsum_p, cumprod_p)
