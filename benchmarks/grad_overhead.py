@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import best_time, optional
-
 import tracegrad as tg
+from benchmarks.common import best_time, optional
 
 N_OPS = 1000
 
@@ -52,6 +51,7 @@ def main() -> None:
         t = best_time(lambda: autograd.grad(chain(anp))(x0))
         rows[-1][2]["HIPS autograd"] = t / N_OPS * 1e6
     if torch is not None:
+
         def torch_chain():
             x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
             chain(torch)(x).backward()
@@ -64,8 +64,12 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 64))
     y = rng.standard_normal((64, 10))
-    params = (rng.standard_normal((64, 256)) * 0.1, np.zeros(256),
-              rng.standard_normal((256, 10)) * 0.1, np.zeros(10))
+    params = (
+        rng.standard_normal((64, 256)) * 0.1,
+        np.zeros(256),
+        rng.standard_normal((256, 10)) * 0.1,
+        np.zeros(10),
+    )
     g = tg.grad(mlp(np, x, y), argnums=(0, 1, 2, 3))
     t_tg = best_time(lambda: g(*params))
     rows.append(("MLP 64-256-10 grad (us/step)", t_tg * 1e6, {}))
@@ -117,7 +121,9 @@ def main() -> None:
     for _ in range(6):
         d = tg.grad(d)
         sizes.append(len(tg.make_graph(d)(1.0).nodes))
-    print("nested grad graph nodes, orders 1-6:", sizes, "(JAX jaxprs: 21, 67, 182, 470, 1208, 3144)")
+    print(
+        "nested grad graph nodes, orders 1-6:", sizes, "(JAX jaxprs: 21, 67, 182, 470, 1208, 3144)"
+    )
 
 
 if __name__ == "__main__":

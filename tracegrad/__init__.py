@@ -8,5 +8,16 @@ from tracegrad.tracing import make_graph
 
 __version__ = "0.1.0"
 
-__all__ = ["grad", "stop_gradient", "value_and_grad", "vjp", "Aval", "ConcretizationError", "EscapedTracerError", "Graph", "make_graph", "numpy",
-           "tree"]
+__all__ = [
+    "grad",
+    "stop_gradient",
+    "value_and_grad",
+    "vjp",
+    "Aval",
+    "ConcretizationError",
+    "EscapedTracerError",
+    "Graph",
+    "make_graph",
+    "numpy",
+    "tree",
+]

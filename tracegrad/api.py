@@ -39,7 +39,8 @@ def _argnums_tuple(argnums, nargs: int, fname: str, api: str) -> tuple[int, ...]
             raise TypeError(
                 f"{api}({fname}): differentiating with respect to argnums={argnums} requires at "
                 f"least {max(i, -i - 1) + 1} positional arguments, but {fname} was called with "
-                f"{nargs}")
+                f"{nargs}"
+            )
     return tuple(int(i) % nargs for i in nums)
 
 
@@ -52,14 +53,16 @@ def _check_float_inputs(args: tuple, argnums: tuple[int, ...], fname: str, api: 
                 raise TypeError(
                     f"{api}({fname}) requires float inputs, but argument {i}{path} has dtype "
                     f"{aval.dtype.name}. Differentiate with respect to float arguments only "
-                    "(convert with .astype(float), or leave this argument out of argnums).")
+                    "(convert with .astype(float), or leave this argument out of argnums)."
+                )
 
 
 def _leaves_with_paths(value) -> tuple[list, list[str]]:
     import optree
 
-    paths, leaves, _ = optree.tree_flatten_with_path(value, none_is_leaf=False,
-                                                     namespace=tree.NAMESPACE)
+    paths, leaves, _ = optree.tree_flatten_with_path(
+        value, none_is_leaf=False, namespace=tree.NAMESPACE
+    )
     return leaves, ["".join(f"[{p!r}]" for p in path) for path in paths]
 
 
@@ -112,7 +115,8 @@ def _split_aux(out_tree, outs, has_aux: bool, fname: str, api: str):
         raise TypeError(
             f"{api}({fname}, has_aux=True) requires {fname} to return a pair (output, aux), "
             f"but it returned {type(out).__name__}"
-            + (f" of length {len(out)}" if isinstance(out, tuple | list) else ""))
+            + (f" of length {len(out)}" if isinstance(out, tuple | list) else "")
+        )
     return out[0], out[1]
 
 
@@ -122,8 +126,11 @@ def _to_output(v, like):
     if isinstance(v, Tracer):
         return v
     if v is None:
-        return np.zeros(aval.shape, aval.strengthen().dtype) if aval.shape or not aval.weak_type \
+        return (
+            np.zeros(aval.shape, aval.strengthen().dtype)
+            if aval.shape or not aval.weak_type
             else np.float64(0.0)
+        )
     arr = np.asarray(v, dtype=aval.dtype)
     return arr if aval.shape or isinstance(like, np.ndarray) else arr[()]
 
@@ -151,15 +158,18 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         if len(main_leaves) != 1:
             raise TypeError(
                 f"grad({fname}) requires a scalar output, got a {type(main).__name__} of "
-                f"{len(main_leaves)} values; use jacrev or vjp")
+                f"{len(main_leaves)} values; use jacrev or vjp"
+            )
         k = main_leaves[0]
         out_aval = traced.graph.outputs[k].aval
         if out_aval.shape != ():
             raise TypeError(
-                f"grad requires a scalar output, got shape {out_aval.shape}; use jacrev or vjp")
+                f"grad requires a scalar output, got shape {out_aval.shape}; use jacrev or vjp"
+            )
         if not is_float(out_aval.dtype):
             raise TypeError(
-                f"grad requires a float output, got dtype {out_aval.dtype.name} from {fname}")
+                f"grad requires a float output, got dtype {out_aval.dtype.name} from {fname}"
+            )
         run = _Run(traced, flat)
         graph = traced.graph
         seeds = [None] * len(graph.outputs)
@@ -200,8 +210,9 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     """
     fname = _fname(f)
     flat, in_tree = tree.flatten(primals)
-    traced, out_tree = trace_flat(lambda *t: f(*tree.unflatten(in_tree, t)), flat,
-                                  concrete=True, name=fname)
+    traced, out_tree = trace_flat(
+        lambda *t: f(*tree.unflatten(in_tree, t)), flat, concrete=True, name=fname
+    )
     main, aux = _split_aux(out_tree, traced.out_tracers, has_aux, fname, "vjp")
     main_idx = tree.leaves(main)
     main_tree = tree.structure(main)
@@ -211,7 +222,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     args = list(flat) + list(traced.captured)
     nested = bool(traced.captured) or any(isinstance(a, Tracer) for a in flat)
     fwd_out = eval_graph(split.forward, args, known=None if nested else traced.values)
-    outs, residuals = fwd_out[:split.n_outputs], fwd_out[split.n_outputs:]
+    outs, residuals = fwd_out[: split.n_outputs], fwd_out[split.n_outputs :]
     out_avals = [e.aval for e in graph.outputs]
 
     def vjp_fn(cotangent):
@@ -219,7 +230,8 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         if ct_tree != main_tree:
             raise TypeError(
                 f"vjp_fn of {fname}: the cotangent must have the structure of the output "
-                f"({main_tree}), got {ct_tree}")
+                f"({main_tree}), got {ct_tree}"
+            )
         cts = [None] * len(out_avals)
         for k, c in zip(main_idx, ct_flat):
             aval = out_avals[k]
@@ -227,7 +239,8 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
             if c_aval.shape != aval.shape:
                 raise ValueError(
                     f"vjp_fn of {fname}: cotangent of shape {c_aval.shape} for an output of "
-                    f"shape {aval.shape}; they must be equal")
+                    f"shape {aval.shape}; they must be equal"
+                )
             cts[k] = c if isinstance(c, Tracer) else np.asarray(c, aval.strengthen().dtype)
         for k, aval in enumerate(out_avals):
             if cts[k] is None:
@@ -239,8 +252,9 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
                 full[i] = b
         return tree.unflatten(in_tree, [_to_output(b, x) for b, x in zip(full, flat)])
 
-    out_vals = tree.unflatten(out_tree, [_to_output(o, o) if not isinstance(o, Tracer) else o
-                                         for o in outs])
+    out_vals = tree.unflatten(
+        out_tree, [_to_output(o, o) if not isinstance(o, Tracer) else o for o in outs]
+    )
     if has_aux:
         return out_vals[0], vjp_fn, out_vals[1]
     return out_vals, vjp_fn

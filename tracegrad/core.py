@@ -16,10 +16,19 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from tracegrad.errors import ConcretizationError, EscapedTracerError, user_frame_location
 from tracegrad.ir.graph import (
-    EMPTY_PARAMS, Edge, Graph, Node, Params, arg_node, arg_p, const_node, const_p, with_consts,
+    EMPTY_PARAMS,
+    Edge,
+    Graph,
+    Node,
+    Params,
+    arg_node,
+    arg_p,
+    const_node,
+    const_p,
+    with_consts,
 )
 from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval, aval_of
+from tracegrad.ir.types import Aval
 
 _current_trace: ContextVar[Trace | None] = ContextVar("tracegrad_trace", default=None)
 
@@ -167,9 +176,13 @@ class Trace:
     def _wrap(self, node: Node, val):
         if node.prim.multiple_results:
             if val is None:
-                return tuple(Tracer(self, Edge(node, i), a, None) for i, a in enumerate(node.out_avals))
-            return tuple(Tracer(self, Edge(node, i), a, v)
-                         for i, (a, v) in enumerate(zip(node.out_avals, val)))
+                return tuple(
+                    Tracer(self, Edge(node, i), a, None) for i, a in enumerate(node.out_avals)
+                )
+            return tuple(
+                Tracer(self, Edge(node, i), a, v)
+                for i, (a, v) in enumerate(zip(node.out_avals, val))
+            )
         return Tracer(self, Edge(node, 0), node.out_avals[0], val)
 
     def output_edge(self, x) -> Edge:
@@ -178,8 +191,9 @@ class Trace:
             if x._trace is not self:
                 x = self.lift(x)
             return x.edge
-        return self.const_edge(x if isinstance(x, np.ndarray | bool | int | float | complex)
-                               else np.asarray(x))
+        return self.const_edge(
+            x if isinstance(x, np.ndarray | bool | int | float | complex) else np.asarray(x)
+        )
 
     def graph(self, inputs, outputs, *, in_tree=None, out_tree=None, name="f") -> Graph:
         """The graph of the nodes reachable from `outputs`, in the order they were recorded."""
@@ -389,6 +403,14 @@ def is_tracer(x) -> bool:
 
 
 __all__ = [
-    "ConcretizationError", "EscapedTracerError", "Trace", "Tracer", "bind", "current_trace",
-    "new_trace", "arg_p", "const_p", "is_tracer",
+    "ConcretizationError",
+    "EscapedTracerError",
+    "Trace",
+    "Tracer",
+    "bind",
+    "current_trace",
+    "new_trace",
+    "arg_p",
+    "const_p",
+    "is_tracer",
 ]

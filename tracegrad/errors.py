@@ -28,8 +28,12 @@ def user_frame_location() -> str:
     frame = sys._getframe(1)
     while frame is not None:
         fname = frame.f_code.co_filename
-        if not (fname.startswith(_PKG_DIR) or fname.startswith(_NUMPY_DIR)
-                or fname.startswith("<tracegrad") or fname.startswith("<__array_function__")):
+        if not (
+            fname.startswith(_PKG_DIR)
+            or fname.startswith(_NUMPY_DIR)
+            or fname.startswith("<tracegrad")
+            or fname.startswith("<__array_function__")
+        ):
             return f"{fname}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"

@@ -12,8 +12,7 @@ from tracegrad.ir.analysis import free_schedule
 from tracegrad.ir.graph import Graph, Node, const_p
 
 
-def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None,
-               keep_all: bool = False):
+def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None, keep_all: bool = False):
     """Values of `graph.outputs` given one value per input edge.
 
     `known` maps nodes to values already computed (the values a concrete trace kept), so a
@@ -21,9 +20,7 @@ def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None,
     With `keep_all`, nothing is freed and the whole value table (per node) is returned.
     """
     if len(args) != len(graph.inputs):
-        raise TypeError(
-            f"graph {graph.name!r} takes {len(graph.inputs)} inputs, got {len(args)}"
-        )
+        raise TypeError(f"graph {graph.name!r} takes {len(graph.inputs)} inputs, got {len(args)}")
     env: dict[Node, object] = {}
     for e, a in zip(graph.inputs, args):
         env[e.node] = a
@@ -39,8 +36,11 @@ def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None,
                 v = env[e.node] if e.node in env else _unlisted_const(e.node)
                 vals.append(v[e.index] if e.node.prim.multiple_results else v)
             out = bind(node.prim, *vals, **node.params)
-            if node.out_avals[0].weak_type and not node.out_avals[0].shape and not isinstance(
-                    out, Tracer | bool | int | float | complex):
+            if (
+                node.out_avals[0].weak_type
+                and not node.out_avals[0].shape
+                and not isinstance(out, Tracer | bool | int | float | complex)
+            ):
                 out = out.item()  # a weak value stands for a Python scalar (NEP 50 promotion)
             env[node] = out
         for dead in free:

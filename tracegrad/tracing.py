@@ -39,9 +39,16 @@ def _input(trace, x, concrete: bool):
     return trace.new_arg(aval, x if concrete else None)
 
 
-def trace_flat(fn: Callable, flat_args: Sequence, *, concrete: bool, name: str = "f",
-               in_tree=None, cse: bool = True) -> tuple[Traced, object]:
-    """Trace `fn(*tracers) -> pytree` on one tracer per flat argument; returns (Traced, out_tree)."""
+def trace_flat(
+    fn: Callable,
+    flat_args: Sequence,
+    *,
+    concrete: bool,
+    name: str = "f",
+    in_tree=None,
+    cse: bool = True,
+) -> tuple[Traced, object]:
+    """Trace `fn(*tracers) -> pytree` on one tracer per flat argument: (Traced, out_tree)."""
     with new_trace(cse=cse, keep_values=concrete) as trace:
         in_tracers = [_input(trace, x, concrete) for x in flat_args]
         out = fn(*in_tracers)
@@ -52,8 +59,15 @@ def trace_flat(fn: Callable, flat_args: Sequence, *, concrete: bool, name: str =
     return Traced(graph, tuple(trace.captured_outer), trace.values, tuple(out_flat)), out_tree
 
 
-def trace_function(f: Callable, args: tuple, kwargs: dict | None = None, *, concrete: bool,
-                   name: str | None = None, cse: bool = True) -> Traced:
+def trace_function(
+    f: Callable,
+    args: tuple,
+    kwargs: dict | None = None,
+    *,
+    concrete: bool,
+    name: str | None = None,
+    cse: bool = True,
+) -> Traced:
     """Trace `f(*args, **kwargs)`; the graph's `in_tree` is that of `(args, kwargs)`."""
     kwargs = kwargs or {}
     flat, in_tree = tree.flatten((tuple(args), dict(kwargs)))
@@ -62,8 +76,14 @@ def trace_function(f: Callable, args: tuple, kwargs: dict | None = None, *, conc
         a, k = tree.unflatten(in_tree, tracers)
         return f(*a, **k)
 
-    traced, _ = trace_flat(flat_fn, flat, concrete=concrete,
-                           name=name or getattr(f, "__name__", "f"), in_tree=in_tree, cse=cse)
+    traced, _ = trace_flat(
+        flat_fn,
+        flat,
+        concrete=concrete,
+        name=name or getattr(f, "__name__", "f"),
+        in_tree=in_tree,
+        cse=cse,
+    )
     return traced
 
 
@@ -75,7 +95,8 @@ def split_static(args: tuple, static_argnums: Sequence[int], fname: str):
         if not -n <= i < n:
             raise ValueError(
                 f"{fname}: static_argnums={tuple(static_argnums)} refers to argument {i}, but "
-                f"the function was called with {n} positional arguments")
+                f"the function was called with {n} positional arguments"
+            )
         static.add(i % n)
     dyn = tuple(a for i, a in enumerate(args) if i not in static)
     statics = tuple((i, args[i]) for i in sorted(static))
@@ -99,12 +120,14 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
     @functools.wraps(f)
     def graph_of(*args, **kwargs) -> Graph:
         _, dyn, merge = split_static(args, static_argnums, "make_graph")
-        traced = trace_function(lambda *d, **k: f(*merge(d), **k), dyn, kwargs,
-                                concrete=False, name=name)
+        traced = trace_function(
+            lambda *d, **k: f(*merge(d), **k), dyn, kwargs, concrete=False, name=name
+        )
         if traced.captured:
             raise TypeError(
                 f"make_graph({name}): the function closes over values traced by an enclosing "
-                "transformation; pass them as arguments instead")
+                "transformation; pass them as arguments instead"
+            )
         return traced.graph
 
     return graph_of

@@ -165,8 +165,7 @@ def test_jvp_rule_is_adjoint_of_vjp_rule(prim, data, seed):
     t_out = prim.jvp(tuple(args), tuple(tangents), out=out, **params)
     t_outs = _outs(prim, t_out) if t_out is not None else (None,) * len(us)
     lhs = sum(float(np.sum(u * t)) for u, t in zip(us, t_outs) if t is not None)
-    bars = call_vjp(prim, tuple(us) if prim.multiple_results else us[0], *args, out=out,
-                    **params)
+    bars = call_vjp(prim, tuple(us) if prim.multiple_results else us[0], *args, out=out, **params)
     rhs = 0.0
     for b, t in zip(bars, tangents):
         if b is not None and t is not None:
@@ -184,5 +183,6 @@ def test_non_differentiable_primitives_give_no_cotangent(prim, data):
     ct = tuple(np.ones(np.shape(o)) for o in _outs(prim, out))
     bars = call_vjp(prim, ct if prim.multiple_results else ct[0], *args, out=out, **params)
     assert all(b is None for b in bars)
-    assert prim.jvp(tuple(args), tuple(np.ones(np.shape(a)) for a in args), out=out,
-                    **params) is None
+    assert (
+        prim.jvp(tuple(args), tuple(np.ones(np.shape(a)) for a in args), out=out, **params) is None
+    )

@@ -158,7 +158,9 @@ def test_vjp_runs_f_once_and_vjp_fn_only_the_backward_graph():
 
 def test_vjp_fn_checks_the_cotangent():
     _, vjp_fn = tg.vjp(lambda x: x * 2.0, np.ones(3))
-    with pytest.raises(ValueError, match=r"cotangent of shape \(2,\) for an output of shape \(3,\)"):
+    with pytest.raises(
+        ValueError, match=r"cotangent of shape \(2,\) for an output of shape \(3,\)"
+    ):
         vjp_fn(np.ones(2))
     with pytest.raises(TypeError, match="structure"):
         vjp_fn((np.ones(3), np.ones(3)))
@@ -202,7 +204,7 @@ def _mlp_loss(n_layers=10, width=6, seed=0):
         h = x
         offset = 0
         for s, n in zip(shapes, sizes):
-            w = np.reshape(p[offset:offset + n], s)
+            w = np.reshape(p[offset : offset + n], s)
             h = np.tanh(h @ w)
             offset += n
         return np.mean((h - y) ** 2)
@@ -240,7 +242,9 @@ def test_grad_of_broadcast_binary_ops_matches_finite_differences(data):
 
 
 def test_grad_of_a_non_scalar_output_suggests_jacrev_or_vjp():
-    with pytest.raises(TypeError, match=r"grad requires a scalar output, got shape \(3,\); use jacrev or vjp"):
+    with pytest.raises(
+        TypeError, match=r"grad requires a scalar output, got shape \(3,\); use jacrev or vjp"
+    ):
         tg.grad(lambda x: x * 2.0)(np.ones(3))
 
 

@@ -105,8 +105,7 @@ def _const_dtype(value):
 # `const` nodes holding a read-only array or a Python scalar (kept as a Python scalar so
 # NumPy 2's weak promotion applies when it is used).
 arg_p = Primitive("arg", impl=_arg_impl, shape=lambda *, aval: aval)
-const_p = Primitive("const", impl=lambda *, value: value, shape=_const_shape,
-                    emit=None)
+const_p = Primitive("const", impl=lambda *, value: value, shape=_const_shape, emit=None)
 
 
 def arg_node(aval: Aval) -> Node:
@@ -138,7 +137,9 @@ def with_consts(nodes: Sequence[Node], outputs: Sequence[Edge] = ()) -> tuple[No
     return tuple(consts) + tuple(nodes)
 
 
-def toposort(outputs: Iterable[Edge], stop: frozenset[Node] | set[Node] = frozenset()) -> list[Node]:
+def toposort(
+    outputs: Iterable[Edge], stop: frozenset[Node] | set[Node] = frozenset()
+) -> list[Node]:
     """Nodes reachable from `outputs`, producers before consumers (iterative DFS post-order).
 
     Nodes in `stop` (and `arg` nodes) are treated as leaves and left out of the result.
@@ -202,7 +203,8 @@ class Graph:
         return format_graph(self)
 
     def __repr__(self) -> str:
-        return f"<Graph {self.name}: {len(self.inputs)} inputs, {len(self.nodes)} nodes, {len(self.outputs)} outputs>"
+        n_in, n_nodes, n_out = len(self.inputs), len(self.nodes), len(self.outputs)
+        return f"<Graph {self.name}: {n_in} inputs, {n_nodes} nodes, {n_out} outputs>"
 
     def stats(self) -> dict[str, int]:
         """Node counts by primitive name (with `"total"`), e.g. to watch nested grads grow."""

@@ -56,8 +56,9 @@ PARAM_TYPES = {
     # transpose's permutation, or tensordot's pair of contracted-axes tuples
     "axes": (
         "a tuple of ints or a pair of tuples of ints",
-        lambda v: _int_tuple(v) or (type(v) is tuple and len(v) == 2
-                                    and all(_int_tuple(t) for t in v)),
+        lambda v: (
+            _int_tuple(v) or (type(v) is tuple and len(v) == 2 and all(_int_tuple(t) for t in v))
+        ),
     ),
     "shape": ("a tuple of ints", _int_tuple),
     "starts": ("a tuple of ints", _int_tuple),

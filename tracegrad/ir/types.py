@@ -45,8 +45,9 @@ class Aval:
         return Aval(self.shape, self.dtype) if self.weak_type else self
 
     def str_short(self) -> str:
-        """`f64[3,4]`, the form the printer uses; weak types get a `~` (as in jaxprs' `weak_type`)."""
-        return f"{dtype_short(self.dtype)}{'~' if self.weak_type else ''}[{','.join(map(str, self.shape))}]"
+        """`f64[3,4]`, the form the printer uses; weak types get a `~` (jaxprs' `weak_type`)."""
+        weak = "~" if self.weak_type else ""
+        return f"{dtype_short(self.dtype)}{weak}[{','.join(map(str, self.shape))}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""

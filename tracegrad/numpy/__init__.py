@@ -15,6 +15,10 @@ from tracegrad.numpy._reductions import *
 from tracegrad.numpy._shape import *
 
 __all__ = (
-    _elementwise.__all__ + _reductions.__all__ + _shape.__all__ + _indexing.__all__
-    + _linalg.__all__ + _creation.__all__
+    _elementwise.__all__
+    + _reductions.__all__
+    + _shape.__all__
+    + _indexing.__all__
+    + _linalg.__all__
+    + _creation.__all__
 )

@@ -32,4 +32,5 @@ def axes(axis, ndim: int, op: str) -> tuple[int, ...]:
         return tuple(sorted(normalize_axis_tuple(axis, ndim)))
     except np.exceptions.AxisError:
         raise np.exceptions.AxisError(
-            f"{op}: axis {axis} is out of bounds for an array of dimension {ndim}") from None
+            f"{op}: axis {axis} is out of bounds for an array of dimension {ndim}"
+        ) from None

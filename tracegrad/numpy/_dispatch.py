@@ -24,8 +24,14 @@ for _name in namespace.__all__:
         FUNCTIONS[_theirs] = _ours
 
 # ufunc methods that are reductions under another name
-_REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
-           np.logical_and: "all", np.logical_or: "any"}
+_REDUCE = {
+    np.add: "sum",
+    np.multiply: "prod",
+    np.maximum: "max",
+    np.minimum: "min",
+    np.logical_and: "all",
+    np.logical_or: "any",
+}
 _ACCUMULATE = {np.add: "cumsum", np.multiply: "cumprod"}
 
 
@@ -41,14 +47,16 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if out is not None and out != (None,) * len(out if isinstance(out, tuple) else (out,)):
         raise TypeError(
             f"tracegrad: np.{ufunc.__name__}(..., out=...) writes into an array in place, "
-            "which a traced value cannot be; drop `out=` and use the result")
+            "which a traced value cannot be; drop `out=` and use the result"
+        )
     if method == "__call__":
         fn = UFUNCS.get(ufunc)
         if fn is None:
             raise _unsupported(f"np.{ufunc.__name__}")
         if kwargs:
             raise NotImplementedError(
-                f"tracegrad: np.{ufunc.__name__} with arguments {sorted(kwargs)} is not supported")
+                f"tracegrad: np.{ufunc.__name__} with arguments {sorted(kwargs)} is not supported"
+            )
         return fn(*inputs)
     if method == "reduce" and ufunc in _REDUCE:
         fn = getattr(namespace, _REDUCE[ufunc], None)
@@ -98,13 +106,37 @@ def _copy(self, order="K"):
 
 
 _SAME_AS_FUNCTION = (
-    "sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all", "any",
-    "cumsum", "cumprod", "clip", "squeeze", "swapaxes", "ravel", "dot", "round", "astype",
-    "take", "repeat", "trace", "diagonal", "ptp", "conj", "conjugate", "nonzero", "sort",
+    "sum",
+    "prod",
+    "mean",
+    "var",
+    "std",
+    "max",
+    "min",
+    "argmax",
+    "argmin",
+    "all",
+    "any",
+    "cumsum",
+    "cumprod",
+    "clip",
+    "squeeze",
+    "swapaxes",
+    "ravel",
+    "dot",
+    "round",
+    "astype",
+    "take",
+    "repeat",
+    "trace",
+    "diagonal",
+    "ptp",
+    "conj",
+    "conjugate",
+    "nonzero",
+    "sort",
     "argsort",
 )
 
-METHODS = {
-    name: getattr(namespace, name) for name in _SAME_AS_FUNCTION if hasattr(namespace, name)
-}
+METHODS = {name: getattr(namespace, name) for name in _SAME_AS_FUNCTION if hasattr(namespace, name)}
 METHODS.update(reshape=_reshape, transpose=_transpose, flatten=_flatten, copy=_copy)

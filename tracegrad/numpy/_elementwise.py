@@ -10,11 +10,14 @@ __all__ = []
 
 def _export(name, prim, doc=None):
     if prim.impl.nin == 1:
+
         def f(x, /):
             return bind(prim, x)
     else:
+
         def f(x, y, /):
             return bind(prim, x, y)
+
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc or f"`numpy.{prim.impl.__name__}`, traceable and differentiable."
     globals()[name] = f
@@ -27,9 +30,18 @@ for _p in ew.UNARY + ew.BINARY:
 
 # NumPy's other names for the same ufuncs (np.abs is np.absolute, and so on)
 _ALIASES = {
-    "abs": "absolute", "true_divide": "divide", "mod": "remainder", "pow": "power",
-    "acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",
-    "asinh": "arcsinh", "atanh": "arctanh", "atan2": "arctan2", "radians": "deg2rad",
+    "abs": "absolute",
+    "true_divide": "divide",
+    "mod": "remainder",
+    "pow": "power",
+    "acos": "arccos",
+    "asin": "arcsin",
+    "atan": "arctan",
+    "acosh": "arccosh",
+    "asinh": "arcsinh",
+    "atanh": "arctanh",
+    "atan2": "arctan2",
+    "radians": "deg2rad",
     "degrees": "rad2deg",
 }
 for _alias, _name in _ALIASES.items():
@@ -42,7 +54,8 @@ def round(a, decimals=0):  # noqa: A001 - NumPy's name
     if decimals != 0:
         raise NotImplementedError(
             f"tracegrad.numpy.round: decimals={decimals} is not supported; use "
-            "rint(a * 10**d) / 10**d")
+            "rint(a * 10**d) / 10**d"
+        )
     return bind(ew.rint_p, a)
 
 
@@ -54,7 +67,8 @@ def where(condition, x=None, y=None, /):
     if x is None and y is None:
         raise NotImplementedError(
             "tracegrad.numpy.where: the one-argument form returns data-dependent shapes; "
-            "use the three-argument form where(condition, x, y)")
+            "use the three-argument form where(condition, x, y)"
+        )
     if x is None or y is None:
         raise ValueError("where: either both or neither of x and y should be given")
     return ew.where(condition, x, y)

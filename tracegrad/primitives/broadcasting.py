@@ -83,6 +83,7 @@ def unbroadcast(x_bar, aval: Aval | tuple[int, ...]):
     if bar_shape == target:
         return x_bar
     from tracegrad.primitives import reduction, shape  # sibling families, needed only here
+
     lead = len(bar_shape) - len(target)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(target) if d == 1 and bar_shape[lead + i] != 1

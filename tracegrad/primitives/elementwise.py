@@ -38,6 +38,7 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None) -> Primitive:
     (floor, sign, ...), and no cotangent flows back.
     """
     if linear is not None:
+
         def jvp(primals, tangents, *, out):
             (t,) = tangents
             return None if t is None else linear(t)
@@ -45,6 +46,7 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None) -> Primitive:
         def vjp(bar, x, *, out):
             return (linear(bar) if is_float(_dtype(x)) else None,)
     elif deriv is not None:
+
         def jvp(primals, tangents, *, out):
             (t,) = tangents
             return None if t is None else t * deriv(primals[0], out)
@@ -157,11 +159,45 @@ reciprocal = _bind1(reciprocal_p)
 sign = _bind1(sign_p)
 
 UNARY = (
-    negative_p, positive_p, exp_p, exp2_p, expm1_p, log_p, log1p_p, log2_p, log10_p, sin_p,
-    cos_p, tan_p, arcsin_p, arccos_p, arctan_p, sinh_p, cosh_p, tanh_p, arcsinh_p, arccosh_p,
-    arctanh_p, sqrt_p, cbrt_p, square_p, reciprocal_p, absolute_p, fabs_p, deg2rad_p,
-    rad2deg_p, sign_p, floor_p, ceil_p, rint_p, trunc_p, logical_not_p, isfinite_p, isnan_p,
-    isinf_p, signbit_p,
+    negative_p,
+    positive_p,
+    exp_p,
+    exp2_p,
+    expm1_p,
+    log_p,
+    log1p_p,
+    log2_p,
+    log10_p,
+    sin_p,
+    cos_p,
+    tan_p,
+    arcsin_p,
+    arccos_p,
+    arctan_p,
+    sinh_p,
+    cosh_p,
+    tanh_p,
+    arcsinh_p,
+    arccosh_p,
+    arctanh_p,
+    sqrt_p,
+    cbrt_p,
+    square_p,
+    reciprocal_p,
+    absolute_p,
+    fabs_p,
+    deg2rad_p,
+    rad2deg_p,
+    sign_p,
+    floor_p,
+    ceil_p,
+    rint_p,
+    trunc_p,
+    logical_not_p,
+    isfinite_p,
+    isnan_p,
+    isinf_p,
+    signbit_p,
 )
 
 # -- binary -----------------------------------------------------------------------------------
@@ -183,11 +219,14 @@ def binary(name: str, ufunc: np.ufunc, derivs=None, *, vjp=None, jvp=None) -> Pr
     one); jvp and vjp follow. A primitive with a cheaper direct form passes `vjp`/`jvp`.
     """
     if derivs is not None:
+
         def jvp(primals, tangents, *, out):
             x, y = primals
             x_dot, y_dot = tangents
             dx, dy = derivs(x, y, out, x_dot is not None, y_dot is not None)
-            terms = [t * d for t, d in ((x_dot, dx), (y_dot, dy)) if t is not None and d is not None]
+            terms = [
+                t * d for t, d in ((x_dot, dx), (y_dot, dy)) if t is not None and d is not None
+            ]
             if not terms:
                 return None
             total = terms[0] if len(terms) == 1 else terms[0] + terms[1]
@@ -271,8 +310,9 @@ def _pow_derivs(x, y, out, need_x, need_y):
         if _is_const_scalar(y):
             dx = _pow_const_deriv(x, y)
         else:
-            dx = where(bind(logical_and_p, equal(y, 0.0), equal(x, 0.0)), 0.0,
-                       y * power(x, y - 1.0))
+            dx = where(
+                bind(logical_and_p, equal(y, 0.0), equal(x, 0.0)), 0.0, y * power(x, y - 1.0)
+            )
     if need_y:
         # log(x) * out, defined as 0 where x == 0 (the limit of x**y * log x for y > 0)
         safe_x = where(equal(x, 0.0), 1.0, x)
@@ -366,10 +406,32 @@ logical_xor_p  = binary("logical_xor", np.logical_xor)
 # fmt: on
 
 BINARY = (
-    add_p, subtract_p, multiply_p, divide_p, power_p, maximum_p, minimum_p, fmax_p, fmin_p,
-    arctan2_p, hypot_p, logaddexp_p, logaddexp2_p, remainder_p, fmod_p, copysign_p,
-    floor_divide_p, equal_p, not_equal_p, less_p, less_equal_p, greater_p, greater_equal_p,
-    logical_and_p, logical_or_p, logical_xor_p,
+    add_p,
+    subtract_p,
+    multiply_p,
+    divide_p,
+    power_p,
+    maximum_p,
+    minimum_p,
+    fmax_p,
+    fmin_p,
+    arctan2_p,
+    hypot_p,
+    logaddexp_p,
+    logaddexp2_p,
+    remainder_p,
+    fmod_p,
+    copysign_p,
+    floor_divide_p,
+    equal_p,
+    not_equal_p,
+    less_p,
+    less_equal_p,
+    greater_p,
+    greater_equal_p,
+    logical_and_p,
+    logical_or_p,
+    logical_xor_p,
 )
 
 
@@ -416,7 +478,8 @@ def _where_jvp(primals, tangents, *, out):
     if x_dot is None and y_dot is None:
         return None
     return _broadcast_like(
-        where(cond, 0.0 if x_dot is None else x_dot, 0.0 if y_dot is None else y_dot), out)
+        where(cond, 0.0 if x_dot is None else x_dot, 0.0 if y_dot is None else y_dot), out
+    )
 
 
 where_p = Primitive(

@@ -571,7 +571,8 @@ def _einsum_vjp(g, *operands, out, subscripts):
     # one thunk per operand (see matmul): only the cotangents needed are computed
     return tuple(
         (lambda i=i: _einsum_operand_bar(g, operands, i, subscripts))
-        if is_float(_dtype_of(x)) else None
+        if is_float(_dtype_of(x))
+        else None
         for i, x in enumerate(operands)
     )
 

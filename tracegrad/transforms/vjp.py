@@ -57,7 +57,8 @@ class Cotangents:
         if shape_of(bar) != aval.shape:
             raise ValueError(
                 f"internal error: the vjp of {edge.node.prim.name} produced a cotangent of shape "
-                f"{shape_of(bar)} for a value of shape {aval.shape}")
+                f"{shape_of(bar)} for a value of shape {aval.shape}"
+            )
         dtype = getattr(bar, "dtype", None)
         if dtype is None or dtype != aval.dtype:
             bar = astype(bar, aval.dtype)
@@ -89,8 +90,13 @@ def call_vjp(prim, cotangent, *primals, out, **params) -> tuple:
     return tuple(force(b) for b in prim.vjp(cotangent, *primals, out=out, **params))
 
 
-def backward_pass(graph: Graph, read: Reader, out_bars: Sequence, wrt: Sequence[bool],
-                  release: Callable[[Node], None] | None = None) -> list:
+def backward_pass(
+    graph: Graph,
+    read: Reader,
+    out_bars: Sequence,
+    wrt: Sequence[bool],
+    release: Callable[[Node], None] | None = None,
+) -> list:
     """Cotangents of `graph.inputs` (None where none flows) given the outputs' cotangents.
 
     `read(edge)` gives the forward value of an edge: arrays to compute gradients now, tracers
@@ -141,7 +147,9 @@ class VJPGraphs:
     `graph.inputs`); inputs not listed get no cotangent (zero).
     """
 
-    def __init__(self, forward: Graph, backward: Graph, n_outputs: int, bar_inputs: tuple[int, ...]):
+    def __init__(
+        self, forward: Graph, backward: Graph, n_outputs: int, bar_inputs: tuple[int, ...]
+    ):
         self.forward = forward
         self.backward = backward
         self.n_outputs = n_outputs
@@ -198,9 +206,14 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> VJPGraphs:
     for e in bar_edges:
         note(e)
     fwd_extra = _forward_extra(new_nodes, on_ct, residuals, graph)
-    forward = Graph(graph.inputs, tuple(graph.outputs) + tuple(residuals),
-                    with_consts(tuple(graph.nodes) + tuple(fwd_extra)), graph.in_tree, None,
-                    name=f"{graph.name}_fwd")
+    forward = Graph(
+        graph.inputs,
+        tuple(graph.outputs) + tuple(residuals),
+        with_consts(tuple(graph.nodes) + tuple(fwd_extra)),
+        graph.in_tree,
+        None,
+        name=f"{graph.name}_fwd",
+    )
     backward = _rebuild_backward(graph, residuals, ct_tracers, bwd_nodes, bar_edges)
     if config.debug:
         from tracegrad.ir.verify import verify
@@ -244,8 +257,9 @@ def _rebuild_backward(graph, residuals, ct_tracers, bwd_nodes, bar_edges) -> Gra
                 remap[Edge(n, i)] = Edge(new, i)
         nodes.append(new)
     outputs = tuple(remap.get(e, e) for e in bar_edges)
-    return Graph(tuple(inputs), outputs, with_consts(nodes, outputs), None, None,
-                 name=f"{graph.name}_bwd")
+    return Graph(
+        tuple(inputs), outputs, with_consts(nodes, outputs), None, None, name=f"{graph.name}_bwd"
+    )
 
 
 def zeros_like_aval(aval) -> np.ndarray:
