@@ -2,6 +2,7 @@
 
 from tracegrad import numpy, tree
 from tracegrad.api import grad, stop_gradient, value_and_grad, vjp
+from tracegrad.api_forward import jvp, linearize
 from tracegrad.errors import ConcretizationError, EscapedTracerError
 from tracegrad.ir import Aval, Graph
 from tracegrad.tracing import make_graph

@@ -245,9 +245,9 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         for k, aval in enumerate(out_avals):
             if cts[k] is None:
                 cts[k] = np.zeros(aval.shape, aval.strengthen().dtype)
-        bars = eval_graph(split.backward, list(residuals) + cts)
+        bars = eval_graph(split.linear, list(residuals) + cts)
         full = [None] * len(flat)
-        for i, b in zip(split.bar_inputs, bars):
+        for i, b in zip(split.present, bars):
             if i < len(flat):
                 full[i] = b
         return tree.unflatten(in_tree, [_to_output(b, x) for b, x in zip(full, flat)])

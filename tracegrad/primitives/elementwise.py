@@ -16,6 +16,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.primitive import Primitive
 from tracegrad.ir.types import Aval, aval_of, is_float
+from tracegrad.primitives.batching import elementwise_batch
 from tracegrad.primitives.broadcasting import broadcast_shapes, result_dtype, shape_of, unbroadcast
 
 # -- unary ------------------------------------------------------------------------------------
@@ -83,8 +84,18 @@ def _dtype(x):
 
 
 def _elementwise_batch(name):
-    # Elementwise primitives batch by moving every batch axis to the front (vmap issue).
-    return None
+    # The rule needs the primitive it batches, which does not exist yet when `unary` and
+    # `binary` build it: look it up by name when the rule first runs.
+    def batch(args, dims, **params):
+        rule = _BATCH_RULES.get(name)
+        if rule is None:
+            rule = _BATCH_RULES[name] = elementwise_batch(_BY_NAME[name])
+        return rule(args, dims, **params)
+
+    return batch
+
+
+_BATCH_RULES: dict = {}
 
 
 def _u(name, ufunc=None, deriv=None, *, linear=None):
@@ -489,6 +500,7 @@ where_p = Primitive(
     jvp=_where_jvp,
     vjp=_where_vjp,
     emit=lambda c, x, y: f"np.where({c}, {x}, {y})",
+    batch=_elementwise_batch("where"),
 )
 
 # -- clip -------------------------------------------------------------------------------------
@@ -540,6 +552,7 @@ clip_p = Primitive(
     jvp=_clip_jvp,
     vjp=_clip_vjp,
     emit=lambda x, lo, hi: f"np.clip({x}, {lo}, {hi})",
+    batch=_elementwise_batch("clip"),
 )
 
 # -- astype -----------------------------------------------------------------------------------
@@ -570,6 +583,7 @@ astype_p = Primitive(
     jvp=_astype_jvp,
     vjp=_astype_vjp,
     emit=lambda x, *, dtype: f"np.asarray({x}).astype(np.{np.dtype(dtype).name})",
+    batch=_elementwise_batch("astype"),
 )
 
 PRIMITIVES = UNARY + BINARY + (where_p, clip_p, astype_p)
@@ -589,7 +603,10 @@ stop_gradient_p = Primitive(
     jvp=_zero_jvp,
     vjp=_zero_vjp,
     emit=lambda x: x,
+    batch=_elementwise_batch("stop_gradient"),
     differentiable=False,
 )
 
 PRIMITIVES = PRIMITIVES + (stop_gradient_p,)
+
+_BY_NAME = {p.name: p for p in PRIMITIVES}

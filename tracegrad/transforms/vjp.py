@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
-from tracegrad import config
-from tracegrad.core import Tracer, new_trace
-from tracegrad.ir.graph import Edge, Graph, Node, arg_node, const_p, with_consts
+from tracegrad.core import Tracer
+from tracegrad.ir.graph import Edge, Graph, Node, const_p
 from tracegrad.ir.types import is_float
 from tracegrad.primitives.broadcasting import shape_of
 from tracegrad.primitives.elementwise import astype
+from tracegrad.transforms.partial import Split, linear_split
 
 Reader = Callable[[Edge], object]
 
@@ -139,128 +137,13 @@ def value_reader(values: dict[Node, object], inputs: dict[Node, object] | None =
 # -- the graph transform ----------------------------------------------------------------------
 
 
-class VJPGraphs:
-    """The result of `vjp_graph`: forward graph, backward graph and how they connect.
+def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> Split:
+    """Split reverse-mode differentiation of `graph` into a forward and a backward graph.
 
-    `forward`: graph inputs -> graph outputs + residuals. `backward`: residuals + one
-    cotangent per output -> the cotangents of the inputs listed in `bar_inputs` (positions in
-    `graph.inputs`); inputs not listed get no cotangent (zero).
+    `split.linear` takes residuals and one cotangent per output and returns the cotangents of
+    the inputs listed in `split.present` (positions in `graph.inputs`); the others are zero.
     """
-
-    def __init__(
-        self, forward: Graph, backward: Graph, n_outputs: int, bar_inputs: tuple[int, ...]
-    ):
-        self.forward = forward
-        self.backward = backward
-        self.n_outputs = n_outputs
-        self.bar_inputs = bar_inputs
-
-
-def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> VJPGraphs:
-    """Split reverse-mode differentiation of `graph` into a forward and a backward graph."""
     wrt = [True] * len(graph.inputs) if wrt is None else list(wrt)
-    with new_trace() as trace:
-        cache: dict[Edge, object] = {}
-
-        def read(e: Edge):
-            if e.node.prim is const_p:
-                return e.node.params["value"]
-            t = cache.get(e)
-            if t is None:
-                t = cache[e] = Tracer(trace, e, e.aval, None)
-            return t
-
-        ct_tracers = [trace.new_arg(e.aval.strengthen()) for e in graph.outputs]
-        in_bars = backward_pass(graph, read, ct_tracers, wrt)
-        bar_inputs = tuple(i for i, b in enumerate(in_bars) if b is not None)
-        bar_edges = [trace.output_edge(in_bars[i]) for i in bar_inputs]
-    ct_nodes = {t.edge.node for t in ct_tracers}
-    new_nodes = trace.nodes
-    # which new nodes depend on a cotangent (the backward work)
-    on_ct: set[Node] = set(ct_nodes)
-    for node in new_nodes:
-        if any(e.node in on_ct for e in node.inputs):
-            on_ct.add(node)
-    # keep only what the cotangent outputs need
-    needed: set[Node] = set()
-    stack = [e.node for e in bar_edges]
-    while stack:
-        n = stack.pop()
-        if n in needed or n not in on_ct:
-            continue
-        needed.add(n)
-        stack.extend(e.node for e in n.inputs)
-    bwd_nodes = [n for n in new_nodes if n in needed]
-    # residuals: forward values (not constants) that backward nodes or outputs read
-    residuals: list[Edge] = []
-    seen: set[Edge] = set()
-
-    def note(e: Edge):
-        if e.node not in on_ct and e.node.prim is not const_p and e not in seen:
-            seen.add(e)
-            residuals.append(e)
-
-    for n in bwd_nodes:
-        for e in n.inputs:
-            note(e)
-    for e in bar_edges:
-        note(e)
-    fwd_extra = _forward_extra(new_nodes, on_ct, residuals, graph)
-    forward = Graph(
-        graph.inputs,
-        tuple(graph.outputs) + tuple(residuals),
-        with_consts(tuple(graph.nodes) + tuple(fwd_extra)),
-        graph.in_tree,
-        None,
-        name=f"{graph.name}_fwd",
-    )
-    backward = _rebuild_backward(graph, residuals, ct_tracers, bwd_nodes, bar_edges)
-    if config.debug:
-        from tracegrad.ir.verify import verify
-
-        verify(forward)
-        verify(backward)
-    return VJPGraphs(forward, backward, len(graph.outputs), bar_inputs)
-
-
-def _forward_extra(new_nodes, on_ct, residuals, graph) -> list[Node]:
-    """Forward nodes the rules added (say `cos(x)` for `sin`) that residuals need."""
-    own = {n for n in new_nodes if n not in on_ct}
-    needed: set[Node] = set()
-    stack = [e.node for e in residuals if e.node in own]
-    while stack:
-        n = stack.pop()
-        if n in needed or n not in own:
-            continue
-        needed.add(n)
-        stack.extend(e.node for e in n.inputs)
-    return [n for n in new_nodes if n in needed]
-
-
-def _rebuild_backward(graph, residuals, ct_tracers, bwd_nodes, bar_edges) -> Graph:
-    """The backward nodes again, reading residuals from fresh `arg` inputs."""
-    remap: dict[Edge, Edge] = {}
-    inputs = []
-    for e in residuals:
-        new = Edge(arg_node(e.aval), 0)
-        remap[e] = new
-        inputs.append(new)
-    inputs.extend(t.edge for t in ct_tracers)
-    nodes: list[Node] = []
-    for n in bwd_nodes:
-        new_inputs = tuple(remap.get(e, e) for e in n.inputs)
-        if new_inputs == n.inputs:
-            new = n
-        else:
-            new = Node(n.prim, new_inputs, n.params, n.out_avals)
-            for i in range(len(n.out_avals)):
-                remap[Edge(n, i)] = Edge(new, i)
-        nodes.append(new)
-    outputs = tuple(remap.get(e, e) for e in bar_edges)
-    return Graph(
-        tuple(inputs), outputs, with_consts(nodes, outputs), None, None, name=f"{graph.name}_bwd"
-    )
-
-
-def zeros_like_aval(aval) -> np.ndarray:
-    return np.zeros(aval.shape, aval.dtype)
+    out_avals = [e.aval.strengthen() for e in graph.outputs]
+    return linear_split(
+        graph, lambda read, cts: backward_pass(graph, read, cts, wrt), out_avals, "bwd")

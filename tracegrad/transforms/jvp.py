@@ -1,0 +1,88 @@
+"""Forward mode: the tangent pass over a graph, and the linearize transform.
+
+`tangent_pass` walks a graph in order, calling each primitive's jvp rule on the forward
+values and the tangents of its inputs (None for a symbolic zero: a node none of whose inputs
+moves creates nothing). Like the backward pass it binds ordinary primitives, so it computes
+when given arrays and records when given tracers; `linearize` traces it with abstract
+tangents and splits off the forward work with `linear_split`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tracegrad.ir.graph import Edge, Graph, Node, const_p
+from tracegrad.ir.types import is_float
+from tracegrad.primitives.broadcasting import shape_of
+from tracegrad.primitives.elementwise import astype
+from tracegrad.transforms.partial import Split, linear_split
+from tracegrad.transforms.vjp import Reader
+
+
+def _checked(t, aval, prim_name: str):
+    """A rule's tangent as the output needs it: None for non-float outputs, same dtype."""
+    if t is None or not is_float(aval.dtype):
+        return None
+    if shape_of(t) != aval.shape:
+        raise ValueError(
+            f"internal error: the jvp of {prim_name} produced a tangent of shape "
+            f"{shape_of(t)} for a value of shape {aval.shape}")
+    dtype = getattr(t, "dtype", None)
+    if dtype is None or dtype != aval.dtype:
+        t = astype(t, aval.dtype)
+    return t
+
+
+def tangent_pass(graph: Graph, read: Reader, tangents: Sequence) -> list:
+    """Tangents of `graph.outputs` (None where structurally zero) given the inputs' tangents."""
+    tans: dict[Node, object] = {}
+    for e, t in zip(graph.inputs, tangents):
+        t = _checked(t, e.aval, "an input")
+        if t is not None:
+            tans[e.node] = t
+
+    def tangent_of(e: Edge):
+        t = tans.get(e.node)
+        if t is not None and e.node.prim.multiple_results:
+            return t[e.index]
+        return t
+
+    for node in graph.nodes:
+        if node.prim is const_p:
+            continue
+        ins = [tangent_of(e) for e in node.inputs]
+        if all(t is None for t in ins):
+            continue
+        primals = [read(e) for e in node.inputs]
+        if node.prim.multiple_results:
+            out = tuple(read(Edge(node, i)) for i in range(len(node.out_avals)))
+        else:
+            out = read(Edge(node, 0))
+        t_out = node.prim.jvp(tuple(primals), tuple(ins), out=out, **node.params)
+        if node.prim.multiple_results:
+            if t_out is None:
+                continue
+            t_out = tuple(_checked(t, a, node.prim.name) for t, a in zip(t_out, node.out_avals))
+            if any(t is not None for t in t_out):
+                tans[node] = t_out
+        else:
+            t_out = _checked(t_out, node.out_avals[0], node.prim.name)
+            if t_out is not None:
+                tans[node] = t_out
+    return [tangent_of(e) for e in graph.outputs]
+
+
+def linearize_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> Split:
+    """Split forward-mode differentiation of `graph`: `split.linear` maps residuals and one
+    tangent per input (those in `wrt`) to the output tangents listed in `split.present`."""
+    wrt = [True] * len(graph.inputs) if wrt is None else list(wrt)
+    idx = [i for i, w in enumerate(wrt) if w]
+    avals = [graph.inputs[i].aval.strengthen() for i in idx]
+
+    def run(read, ts):
+        full = [None] * len(graph.inputs)
+        for i, t in zip(idx, ts):
+            full[i] = t
+        return tangent_pass(graph, read, full)
+
+    return linear_split(graph, run, avals, "lin")
