@@ -106,6 +106,42 @@ def _reduce_emit(fname):
     return lambda x, *, axis, keepdims: f"np.{fname}({x}, axis={axis!r}, keepdims={keepdims!r})"
 
 
+# Batching (JAX's reducer batching): the batch axis stays where it is and the per-example
+# axes at or after it shift up by one, so no transpose is needed. Reducing never touches the
+# batch axis; without keepdims the output's batch axis moves left by the number of reduced
+# axes before it. The cumulative primitives keep the shape, so their batch axis stays put.
+
+
+def _shift_axes(axis, dim):
+    """Per-example axes as axes of the batched array whose batch axis is `dim`."""
+    return tuple(a if a < dim else a + 1 for a in axis)
+
+
+def _reduce_batch(fn):
+    """The batching rule of a reduction whose binding function is `fn(x, axis, keepdims)`."""
+
+    def batch(args, dims, *, axis, keepdims):
+        (x,), (d,) = args, dims
+        if d is None:
+            return fn(x, axis, keepdims), None
+        out_dim = d if keepdims else d - builtins.sum(1 for a in axis if a < d)
+        return fn(x, _shift_axes(axis, d), keepdims), out_dim
+
+    return batch
+
+
+def _cumulative_batch(fn):
+    """The batching rule of `fn(x, axis, reverse, exclusive)`, a cumulative sum or product."""
+
+    def batch(args, dims, *, axis, reverse, exclusive):
+        (x,), (d,) = args, dims
+        if d is None:
+            return fn(x, axis, reverse, exclusive), None
+        return fn(x, _shift_axes(axis, d), reverse, exclusive), d
+
+    return batch
+
+
 # -- sum --------------------------------------------------------------------------------------
 
 
@@ -137,6 +173,7 @@ sum_p = Primitive(
     shape=_sum_shape,
     jvp=_sum_jvp,
     vjp=_sum_vjp,
+    batch=_reduce_batch(sum),
     emit=_reduce_emit("sum"),
 )
 
@@ -205,6 +242,7 @@ prod_p = Primitive(
     shape=_prod_shape,
     jvp=_prod_jvp,
     vjp=_prod_vjp,
+    batch=_reduce_batch(prod),
     emit=_reduce_emit("prod"),
 )
 
@@ -265,6 +303,7 @@ max_p = Primitive(
     shape=_chooser_shape("max", "maximum"),
     jvp=_chooser_jvp,
     vjp=_chooser_vjp,
+    batch=_reduce_batch(max),
     emit=_reduce_emit("max"),
 )
 
@@ -274,6 +313,7 @@ min_p = Primitive(
     shape=_chooser_shape("min", "minimum"),
     jvp=_chooser_jvp,
     vjp=_chooser_vjp,
+    batch=_reduce_batch(min),
     emit=_reduce_emit("min"),
 )
 
@@ -309,6 +349,7 @@ argmax_p = Primitive(
     shape=_arg_shape("argmax"),
     jvp=_zero_jvp,
     vjp=_zero_vjp,
+    batch=_reduce_batch(argmax),
     emit=_arg_emit("argmax"),
     differentiable=False,
 )
@@ -319,6 +360,7 @@ argmin_p = Primitive(
     shape=_arg_shape("argmin"),
     jvp=_zero_jvp,
     vjp=_zero_vjp,
+    batch=_reduce_batch(argmin),
     emit=_arg_emit("argmin"),
     differentiable=False,
 )
@@ -350,6 +392,7 @@ all_p = Primitive(
     shape=_logical_shape("all"),
     jvp=_zero_jvp,
     vjp=_zero_vjp,
+    batch=_reduce_batch(all),
     emit=_reduce_emit("all"),
     differentiable=False,
 )
@@ -360,6 +403,7 @@ any_p = Primitive(
     shape=_logical_shape("any"),
     jvp=_zero_jvp,
     vjp=_zero_vjp,
+    batch=_reduce_batch(any),
     emit=_reduce_emit("any"),
     differentiable=False,
 )
@@ -433,6 +477,7 @@ cumsum_p = Primitive(
     shape=_cumulative_shape("cumsum", np.cumsum),
     jvp=_cumsum_jvp,
     vjp=_cumsum_vjp,
+    batch=_cumulative_batch(cumsum),
     emit=_cumulative_emit("cumsum", 0),
 )
 
@@ -462,6 +507,7 @@ cumprod_p = Primitive(
     shape=_cumulative_shape("cumprod", np.cumprod),
     jvp=_cumprod_jvp,
     vjp=_cumprod_vjp,
+    batch=_cumulative_batch(cumprod),
     emit=_cumulative_emit("cumprod", 1),
 )
 
