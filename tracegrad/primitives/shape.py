@@ -50,6 +50,29 @@ def _fmt_shape(shape) -> str:
     return str(tuple(shape))
 
 
+# Batching rules receive the whole batch with its batch axis at `dim`, and per-example params.
+# Most rules here keep the batch axis where it is and shift the per-example axes they name
+# past it, so no transpose is added; reshape, broadcast_to and concatenate move it first.
+
+
+def _at(axis: int, dim: int) -> int:
+    """Where per-example axis `axis` sits in a batched value whose batch axis is `dim`."""
+    return axis if axis < dim else axis + 1
+
+
+def _insert(seq: tuple, dim: int, item) -> tuple:
+    return tuple(seq[:dim]) + (item,) + tuple(seq[dim:])
+
+
+def _unary_batch(rule):
+    # the shape primitives other than concatenate take one array, which is then batched
+    def batch(args, dims, **params):
+        (x,), (dim,) = args, dims
+        return rule(x, dim, **params)
+
+    return batch
+
+
 # -- reshape ----------------------------------------------------------------------------------
 
 
@@ -67,12 +90,22 @@ def _reshape_shape(x: Aval, *, shape):
     return Aval(shape, x.dtype)
 
 
+@_unary_batch
+def _reshape_batch(x, dim, *, shape):
+    # a reshape reads elements in C order, so the batch axis must lead to stay separate
+    from tracegrad.primitives.batching import move_to_front
+
+    x = move_to_front(x, dim)
+    return reshape(x, _shape(x)[:1] + shape), 0
+
+
 reshape_p = Primitive(
     "reshape",
     impl=lambda x, *, shape: np.reshape(x, shape),
     shape=_reshape_shape,
     jvp=_unary_linear(lambda t, *, shape: reshape(t, shape)),
     vjp=lambda x_bar, x, *, out, shape: (reshape(x_bar, _shape(x)),),
+    batch=_reshape_batch,
     emit=lambda x, *, shape: f"np.reshape({x}, {shape!r})",
     view_of=0,
 )
@@ -98,6 +131,20 @@ def _broadcast_to_shape(x: Aval, *, shape):
     return Aval(shape, x.dtype)
 
 
+@_unary_batch
+def _broadcast_to_batch(x, dim, *, shape):
+    # broadcasting aligns trailing axes: the batch axis leads, the per-example axes are
+    # lined up after it with size-1 axes, then broadcast (a view; nothing is copied)
+    from tracegrad.primitives.batching import move_to_front
+
+    x = move_to_front(x, dim)
+    s = _shape(x)
+    new = len(shape) - (len(s) - 1)
+    if new:
+        x = expand_dims(x, tuple(range(1, 1 + new)))
+    return broadcast_to(x, s[:1] + shape), 0
+
+
 def _broadcast_to_vjp(x_bar, x, *, out, shape):
     from tracegrad.primitives.broadcasting import unbroadcast
 
@@ -110,6 +157,7 @@ broadcast_to_p = Primitive(
     shape=_broadcast_to_shape,
     jvp=_unary_linear(lambda t, *, shape: broadcast_to(t, shape)),
     vjp=_broadcast_to_vjp,
+    batch=_broadcast_to_batch,
     emit=lambda x, *, shape: f"np.broadcast_to({x}, {shape!r})",
     view_of=0,
 )
@@ -130,12 +178,19 @@ def _transpose_shape(x: Aval, *, axes):
     return Aval(tuple(x.shape[a] for a in axes), x.dtype)
 
 
+@_unary_batch
+def _transpose_batch(x, dim, *, axes):
+    # one transpose: the batch axis first, then the per-example permutation
+    return transpose(x, (dim,) + tuple(_at(a, dim) for a in axes)), 0
+
+
 transpose_p = Primitive(
     "transpose",
     impl=lambda x, *, axes: np.transpose(x, axes),
     shape=_transpose_shape,
     jvp=_unary_linear(lambda t, *, axes: transpose(t, axes)),
     vjp=lambda x_bar, x, *, out, axes: (transpose(x_bar, tuple(int(a) for a in np.argsort(axes))),),
+    batch=_transpose_batch,
     emit=lambda x, *, axes: f"np.transpose({x}, {axes!r})",
     view_of=0,
 )
@@ -159,12 +214,23 @@ def _expand_dims_shape(x: Aval, *, axis):
     return Aval(tuple(1 if i in axis else next(dims) for i in range(n)), x.dtype)
 
 
+@_unary_batch
+def _expand_dims_batch(x, dim, *, axis):
+    # the batch axis stays just before the per-example axis it preceded in the input (last
+    # if it was last); new axes at or after that position shift by one
+    rank = len(_shape(x)) - 1 + len(axis)
+    kept = [i for i in range(rank) if i not in axis]
+    p = kept[dim] if dim < len(kept) else rank
+    return expand_dims(x, tuple(a if a < p else a + 1 for a in axis)), p
+
+
 expand_dims_p = Primitive(
     "expand_dims",
     impl=lambda x, *, axis: np.expand_dims(x, axis),
     shape=_expand_dims_shape,
     jvp=_unary_linear(lambda t, *, axis: expand_dims(t, axis)),
     vjp=lambda x_bar, x, *, out, axis: (reshape(x_bar, _shape(x)),),
+    batch=_expand_dims_batch,
     emit=lambda x, *, axis: f"np.expand_dims({x}, {axis!r})",
     view_of=0,
 )
@@ -187,12 +253,19 @@ def _squeeze_shape(x: Aval, *, axis):
     return Aval(tuple(d for i, d in enumerate(x.shape) if i not in axis), x.dtype)
 
 
+@_unary_batch
+def _squeeze_batch(x, dim, *, axis):
+    out_dim = dim - sum(1 for a in axis if a < dim)
+    return squeeze(x, tuple(_at(a, dim) for a in axis)), out_dim
+
+
 squeeze_p = Primitive(
     "squeeze",
     impl=lambda x, *, axis: np.squeeze(x, axis=axis),
     shape=_squeeze_shape,
     jvp=_unary_linear(lambda t, *, axis: squeeze(t, axis)),
     vjp=lambda x_bar, x, *, out, axis: (reshape(x_bar, _shape(x)),),
+    batch=_squeeze_batch,
     emit=lambda x, *, axis: f"np.squeeze({x}, axis={axis!r})",
     view_of=0,
 )
@@ -267,12 +340,22 @@ def _concatenate_vjp(x_bar, *xs, out, axis):
     return tuple(bars)
 
 
+def _concatenate_batch(xs, dims, *, axis):
+    # every operand needs the batch axis, at the same place: unbatched ones are broadcast
+    # along it (a view), then one concatenate joins the whole batch
+    from tracegrad.primitives.batching import batch_size, materialize
+
+    size = batch_size(xs, dims)
+    return concatenate([materialize(x, d, size) for x, d in zip(xs, dims)], axis + 1), 0
+
+
 concatenate_p = Primitive(
     "concatenate",
     impl=lambda *xs, axis: np.concatenate(xs, axis=axis),
     shape=_concatenate_shape,
     jvp=_concatenate_jvp,
     vjp=_concatenate_vjp,
+    batch=_concatenate_batch,
     emit=lambda *xs, axis: f"np.concatenate(({', '.join(xs)},), axis={axis!r})",
 )
 
@@ -316,12 +399,19 @@ def _split_vjp(out_bars, x, *, out, indices, axis):
     return (concatenate(parts, axis),)
 
 
+@_unary_batch
+def _split_batch(x, dim, *, indices, axis):
+    outs = split(x, indices, _at(axis, dim))
+    return tuple(outs), (dim,) * len(outs)
+
+
 split_p = Primitive(
     "split",
     impl=lambda x, *, indices, axis: tuple(np.split(x, list(indices), axis=axis)),
     shape=_split_shape,
     jvp=_split_jvp,
     vjp=_split_vjp,
+    batch=_split_batch,
     emit=lambda x, *, indices, axis: f"tuple(np.split({x}, {list(indices)!r}, axis={axis!r}))",
     multiple_results=True,
     view_of=0,
@@ -341,12 +431,18 @@ def _flip_shape(x: Aval, *, axis):
     return Aval(x.shape, x.dtype)
 
 
+@_unary_batch
+def _flip_batch(x, dim, *, axis):
+    return flip(x, tuple(_at(a, dim) for a in axis)), dim
+
+
 flip_p = Primitive(
     "flip",
     impl=lambda x, *, axis: np.flip(x, axis),
     shape=_flip_shape,
     jvp=_unary_linear(lambda t, *, axis: flip(t, axis)),
     vjp=lambda x_bar, x, *, out, axis: (flip(x_bar, axis),),
+    batch=_flip_batch,
     emit=lambda x, *, axis: f"np.flip({x}, {axis!r})",
     view_of=0,
 )
@@ -400,12 +496,19 @@ def _repeat_vjp(x_bar, x, *, out, repeats, axis):
     return (concatenate([reduction.sum(r, (axis,), keepdims=True) for r in runs], axis),)
 
 
+@_unary_batch
+def _repeat_batch(x, dim, *, repeats, axis):
+    # the per-element counts refer to the same axis, only at a shifted position
+    return repeat(x, repeats, _at(axis, dim)), dim
+
+
 repeat_p = Primitive(
     "repeat",
     impl=lambda x, *, repeats, axis: np.repeat(x, repeats, axis=axis),
     shape=_repeat_shape,
     jvp=_unary_linear(lambda t, *, repeats, axis: repeat(t, repeats, axis)),
     vjp=_repeat_vjp,
+    batch=_repeat_batch,
     emit=lambda x, *, repeats, axis: f"np.repeat({x}, {repeats!r}, axis={axis!r})",
 )
 
@@ -440,12 +543,24 @@ def _tile_vjp(x_bar, x, *, out, reps):
     return (reshape(summed, _shape(x)),)
 
 
+@_unary_batch
+def _tile_batch(x, dim, *, reps):
+    # align shape and reps as np.tile does, then repeat the batch axis once; when reps is the
+    # longer, np.tile's own leading 1s (for the batched value too) move the batch axis right
+    rank = len(_shape(x)) - 1
+    n = max(rank, len(reps))
+    aligned = (1,) * (n - len(reps)) + tuple(reps)
+    out_dim = dim + n - rank
+    return tile(x, _insert(aligned, out_dim, 1)), out_dim
+
+
 tile_p = Primitive(
     "tile",
     impl=lambda x, *, reps: np.tile(x, reps),
     shape=_tile_shape,
     jvp=_unary_linear(lambda t, *, reps: tile(t, reps)),
     vjp=_tile_vjp,
+    batch=_tile_batch,
     emit=lambda x, *, reps: f"np.tile({x}, {reps!r})",
 )
 
@@ -484,6 +599,11 @@ def _pad_vjp(x_bar, x, *, out, pad_width, constant_values):
     return (indexing.slice_static(x_bar, starts, limits),)
 
 
+@_unary_batch
+def _pad_batch(x, dim, *, pad_width, constant_values):
+    return pad(x, _insert(pad_width, dim, (0, 0)), constant_values), dim
+
+
 pad_p = Primitive(
     "pad",
     # NumPy reads an empty pad_width (of a 0-d array) as malformed; 0 means the same
@@ -493,6 +613,7 @@ pad_p = Primitive(
     shape=_pad_shape,
     jvp=_pad_jvp,
     vjp=_pad_vjp,
+    batch=_pad_batch,
     emit=lambda x, *, pad_width, constant_values: (
         f"np.pad({x}, {pad_width or 0!r}, mode='constant', constant_values={constant_values!r})"
     ),
@@ -558,12 +679,22 @@ def _pad_strided_emit(x, *, shape, starts, strides):
     )
 
 
+@_unary_batch
+def _pad_strided_batch(x, dim, *, shape, starts, strides):
+    size = _shape(x)[dim]
+    out = pad_strided(
+        x, _insert(shape, dim, size), _insert(starts, dim, 0), _insert(strides, dim, 1)
+    )
+    return out, dim
+
+
 pad_strided_p = Primitive(
     "pad_strided",
     impl=_pad_strided_impl,
     shape=_pad_strided_shape,
     jvp=_unary_linear(lambda t, *, shape, starts, strides: pad_strided(t, shape, starts, strides)),
     vjp=_pad_strided_vjp,
+    batch=_pad_strided_batch,
     emit=_pad_strided_emit,
 )
 
