@@ -256,5 +256,4 @@ def test_batching_rule_matches_a_loop(prim, data, dtype, seed):
 
 
 # Primitives whose batched form may sum in another order than a loop (reductions, products).
-INEXACT_BATCHING = {"sum", "prod", "cumsum", "cumprod", "matmul", "dot", "tensordot", "einsum",
-                    "scatter_add"}
+INEXACT_BATCHING = {"sum", "prod", "cumsum", "cumprod", "matmul", "dot", "tensordot", "einsum"}
