@@ -20,6 +20,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.primitive import Primitive
 from tracegrad.ir.types import Aval, is_float
+from tracegrad.primitives.batching import move_axis, move_to_front
 from tracegrad.primitives.broadcasting import result_dtype, shape_of, unbroadcast
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -180,12 +181,88 @@ def _matmul_vjp(g, x, y, *, out):
     return (x_bar if need_x else None, y_bar if need_y else None)
 
 
+# Batching: the batch axis rides along in an axis the product treats elementwise (a row of
+# x, a column of y, or a leading axis matmul broadcasts), so each rule is one product, and an
+# unbatched operand is never copied or broadcast to the batch: `x @ W` with a batch of x is
+# one matmul of x's rows with W.
+
+
+def _ndim(x) -> int:
+    return len(shape_of(x))
+
+
+def _pad_after_batch(x, n: int):
+    """`x` (batch axis first) with `n` size-1 axes after its batch axis, so matmul's batch
+    broadcasting does not align the batch axis with an axis of the other operand."""
+    if n <= 0:
+        return x
+    s = shape_of(x)
+    return _reshape(x, s[:1] + (1,) * n + s[1:])
+
+
+def _matmul_batch_x(x, dx, rx, y, ry):
+    # x batched at dx (rx per-example axes), y unbatched
+    if ry <= 2:
+        # rows of x times y: every axis of x but its last is a row axis
+        if dx == rx:
+            x, dx = move_to_front(x, dx), 0
+        xs = shape_of(x)
+        if len(xs) > 2:  # fold the row axes: one 2-D product instead of a loop of them
+            lead = xs[:-1]
+            out = matmul(_reshape(x, (math.prod(lead), xs[-1])), y)
+            return _reshape(out, lead + shape_of(out)[1:]), dx
+        return matmul(x, y), dx
+    if rx == 1:  # x @ y = (y^T @ x^T)^T: the batch becomes the columns of x^T
+        xt = x if dx == 1 else _transpose(x, (1, 0))
+        return matmul(_swap(y), xt), ry - 1
+    if dx <= rx - ry:  # a leading axis of x that y's batch axes do not reach
+        return matmul(x, y), dx
+    return matmul(_pad_after_batch(move_to_front(x, dx), ry - rx), y), 0
+
+
+def _matmul_batch_y(x, rx, y, dy, ry):
+    # y batched at dy (ry per-example axes), x unbatched
+    if ry == 1:  # the batch becomes the columns of y: x @ (k, B)
+        if rx <= 2 and dy == 0:  # (B, k) rows: y @ x^T
+            return matmul(y, _swap(x) if rx == 2 else x), 0
+        yt = y if dy == 1 else _transpose(y, (1, 0))
+        return matmul(x, yt), rx - 1
+    if dy <= ry - max(rx, 2):  # a leading axis of y that x's batch axes do not reach
+        return matmul(x, y), dy
+    return matmul(x, _pad_after_batch(move_to_front(y, dy), rx - ry)), 0
+
+
+def _matmul_batch_both(x, dx, rx, y, dy, ry):
+    x, y = move_to_front(x, dx), move_to_front(y, dy)
+    xs, ys = shape_of(x), shape_of(y)
+    if rx == 1:  # promote as matmul does, with the batch axis in front
+        x = _reshape(x, xs[:1] + (1,) + xs[1:])
+    if ry == 1:
+        y = _reshape(y, ys + (1,))
+    rx2, ry2 = max(rx, 2), max(ry, 2)
+    out = matmul(_pad_after_batch(x, ry2 - rx2), _pad_after_batch(y, rx2 - ry2))
+    s = shape_of(out)
+    kept = s[:-2] + (s[-2:-1] if rx > 1 else ()) + (s[-1:] if ry > 1 else ())
+    return _reshape(out, kept), 0
+
+
+def _matmul_batch(args, dims):
+    (x, y), (dx, dy) = args, dims
+    rx, ry = _ndim(x) - (dx is not None), _ndim(y) - (dy is not None)
+    if dy is None:
+        return _matmul_batch_x(x, dx, rx, y, ry)
+    if dx is None:
+        return _matmul_batch_y(x, rx, y, dy, ry)
+    return _matmul_batch_both(x, dx, rx, y, dy, ry)
+
+
 matmul_p = Primitive(
     "matmul",
     impl=np.matmul,
     shape=_matmul_shape,
     jvp=_multilinear_jvp(lambda: matmul_p),
     vjp=_matmul_vjp,
+    batch=_matmul_batch,
     emit=lambda x, y: f"np.matmul({x}, {y})",
 )
 
@@ -325,12 +402,55 @@ def _lazy_tensordot_bars(g, a, b, axes):
     )
 
 
+def _batched_contraction(a, da, b, db, axes_a, axes_b):
+    """`tensordot(a[i], b[i], (axes_a, axes_b))` for every i of a batch both operands have,
+    with the batch first: free and contracted axes grouped (as np.tensordot does) and one
+    batched matmul of shape (B, free_a, k) @ (B, k, free_b)."""
+    a, b = move_to_front(a, da), move_to_front(b, db)
+    sa, sb = shape_of(a), shape_of(b)
+    n = sa[0]
+    sa, sb = sa[1:], sb[1:]
+    free_a = tuple(i for i in range(len(sa)) if i not in axes_a)
+    free_b = tuple(j for j in range(len(sb)) if j not in axes_b)
+    at = _transpose(a, (0,) + tuple(1 + i for i in free_a + tuple(axes_a)))
+    bt = _transpose(b, (0,) + tuple(1 + j for j in tuple(axes_b) + free_b))
+    fa, fb = tuple(sa[i] for i in free_a), tuple(sb[j] for j in free_b)
+    k = math.prod(sa[i] for i in axes_a)
+    out = matmul(_reshape(at, (n, math.prod(fa), k)), _reshape(bt, (n, k, math.prod(fb))))
+    return _reshape(out, (n,) + fa + fb)
+
+
+def _shift_axes(axes, dim):
+    """Per-example axes as axes of the batched operand whose batch axis is `dim`."""
+    return tuple(i + (i >= dim) for i in axes)
+
+
+def _free_before(dim, axes):
+    """How many free (uncontracted) per-example axes come before the batch axis `dim`."""
+    return sum(1 for i in range(dim) if i not in axes)
+
+
+def _tensordot_batch(args, dims, *, axes):
+    # the batch axis is one more free axis of its operand (kept in place: free axes keep
+    # their order in the output); with both operands batched it is a batched matmul
+    (a, b), (da, db) = args, dims
+    axes_a, axes_b = axes
+    if db is None:
+        out = bind(tensordot_p, a, b, axes=(_shift_axes(axes_a, da), axes_b))
+        return out, _free_before(da, axes_a)
+    if da is None:
+        out = bind(tensordot_p, a, b, axes=(axes_a, _shift_axes(axes_b, db)))
+        return out, _ndim(a) - len(axes_a) + _free_before(db, axes_b)
+    return _batched_contraction(a, da, b, db, axes_a, axes_b), 0
+
+
 tensordot_p = Primitive(
     "tensordot",
     impl=lambda a, b, *, axes: np.tensordot(a, b, axes=axes),
     shape=_tensordot_shape,
     jvp=_multilinear_jvp(lambda: tensordot_p),
     vjp=_tensordot_vjp,
+    batch=_tensordot_batch,
     emit=lambda a, b, *, axes: f"np.tensordot({a}, {b}, axes={axes!r})",
 )
 
@@ -372,12 +492,55 @@ def _dot_vjp(g, a, b, *, out):
     return _lazy_tensordot_bars(g, a, b, _dot_axes(len(sa), len(sb)))
 
 
+def _multiply(a, b):
+    from tracegrad.primitives import elementwise
+
+    return bind(elementwise.multiply_p, a, b)
+
+
+def _dot_scalar_batch(a, da, na, b, db, nb):
+    # np.dot with a 0-d operand is a multiply (of arrays: no weak Python-scalar promotion)
+    if na == 0 and da is None:
+        return dot(a, b), db
+    if nb == 0 and db is None:
+        return dot(a, b), da
+    # the 0-d operand is batched, a (B,) vector: give it size-1 axes to broadcast along the
+    # other operand's axes (batch first)
+    a, b = move_to_front(a, da), move_to_front(b, db)
+    if na == 0:
+        a = _reshape(a, shape_of(a)[:1] + (1,) * nb)
+    if nb == 0:
+        b = _reshape(b, shape_of(b)[:1] + (1,) * na)
+    return _multiply(a, b), 0
+
+
+def _dot_batch(args, dims):
+    # np.dot treats a's leading axes as rows and b's axes other than the contracted one as
+    # columns: a batch axis in either stays there (one dot); both batched: a batched matmul
+    (a, b), (da, db) = args, dims
+    na, nb = _ndim(a) - (da is not None), _ndim(b) - (db is not None)
+    if na == 0 or nb == 0:
+        return _dot_scalar_batch(a, da, na, b, db, nb)
+    if db is None:
+        if da == na:  # after the contracted axis: make it a row axis
+            a, da = move_to_front(a, da), 0
+        return dot(a, b), da
+    if da is None:
+        if nb == 1:  # (k, B): the batch is b's columns
+            return dot(a, b if db == 1 else _transpose(b, (1, 0))), na - 1
+        if db > nb - 2:  # at or after the contracted (second-to-last) axis
+            b, db = move_to_front(b, db), 0
+        return dot(a, b), na - 1 + db
+    return _batched_contraction(a, da, b, db, *_dot_axes(na, nb)), 0
+
+
 dot_p = Primitive(
     "dot",
     impl=np.dot,
     shape=_dot_shape,
     jvp=_multilinear_jvp(lambda: dot_p),
     vjp=_dot_vjp,
+    batch=_dot_batch,
     emit=lambda a, b: f"np.dot({a}, {b})",
 )
 
@@ -585,12 +748,47 @@ def _einsum_impl(*operands, subscripts):
     return np.einsum(subscripts, *operands)
 
 
+def _label_batch_axis(x, dim, term, label):
+    """`term` with `label` for the batch axis `dim` of `x` (and `x`, the batch axis moved
+    out of the '...' axes if it sat among them)."""
+    if "..." not in term:
+        return x, term[:dim] + label + term[dim:]
+    p = term.index("...")
+    k = _ndim(x) - 1 - (len(term) - 3)  # axes the '...' stands for
+    if dim <= p:
+        return x, term[:dim] + label + term[dim:]
+    if dim >= p + k:
+        at = dim - k + 3
+        return x, term[:at] + label + term[at:]
+    return move_axis(x, dim, p), term[:p] + label + term[p:]
+
+
+def _einsum_batch(args, dims, *, subscripts):
+    # one fresh label for the batch axis of every batched operand, first in the output
+    lhs, rhs = subscripts.split("->")
+    label = next((c for c in _LETTERS if c not in subscripts), None)
+    if label is None:
+        raise ValueError(
+            f"einsum: cannot batch {subscripts!r}: it uses all 52 labels, none is left for "
+            "the batch axis; split the einsum into smaller ones"
+        )
+    operands, terms = [], []
+    for x, d, t in zip(args, dims, lhs.split(",")):
+        if d is not None:
+            x, t = _label_batch_axis(x, d, t, label)
+        operands.append(x)
+        terms.append(t)
+    spec = ",".join(terms) + "->" + label + rhs
+    return bind(einsum_p, *operands, subscripts=spec), 0
+
+
 einsum_p = Primitive(
     "einsum",
     impl=_einsum_impl,
     shape=_einsum_shape,
     jvp=_multilinear_jvp(lambda: einsum_p),
     vjp=_einsum_vjp,
+    batch=_einsum_batch,
     emit=_einsum_emit,
 )
 
