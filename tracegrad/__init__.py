@@ -3,8 +3,11 @@
 from tracegrad import numpy, tree
 from tracegrad.api import grad, stop_gradient, value_and_grad, vjp
 from tracegrad.api_forward import jvp, linearize
+from tracegrad.api_vmap import vmap
+from tracegrad.api_jacobian import hessian, jacfwd, jacrev
 from tracegrad.errors import ConcretizationError, EscapedTracerError
 from tracegrad.ir import Aval, Graph
+from tracegrad.testing import check_grads
 from tracegrad.tracing import make_graph
 
 __version__ = "0.1.0"

@@ -151,6 +151,8 @@ def _matmul_vjp(g, x, y, *, out):
     if not (need_x or need_y):
         return (None, None)
     xs, ys = shape_of(x), shape_of(y)
+    if len(xs) <= 2 and len(ys) <= 2 and (len(xs) == 1 or len(ys) == 1):
+        return _matvec_vjp(g, x, y, need_x, need_y)
     # promote 1-D operands as matmul does: (k,) @ ... is (1, k) @ ..., ... @ (k,) is ... @ (k, 1)
     x2 = x if len(xs) >= 2 else _reshape(x, (1,) + xs)
     y2 = y if len(ys) >= 2 else _reshape(y, ys + (1,))
@@ -178,6 +180,29 @@ def _matmul_vjp(g, x, y, *, out):
             bar = unbroadcast(matmul(_swap(x2), g2), Aval(y2s, _dtype_of(y)))
         return _cast(_reshape(bar, ys), y)
 
+    return (x_bar if need_x else None, y_bar if need_y else None)
+
+
+def _matvec_vjp(g, x, y, need_x, need_y):
+    """Products with a vector keep vector forms (`g @ A`, an outer product as a broadcast
+    multiply) instead of promoting to (k, 1) matrices: batched by vmap (Jacobians, Hessians)
+    these stay single matrix products instead of stacks of matrix-vector products."""
+    from tracegrad.primitives import elementwise as ew
+
+    xs, ys = shape_of(x), shape_of(y)
+
+    def outer(a, b):  # a (p,), b (q,) -> (p, q)
+        return bind(ew.multiply_p, _reshape(a, shape_of(a) + (1,)), _reshape(b, (1,) + shape_of(b)))
+
+    if len(xs) == 2:  # (n, k) @ (k,) -> (n,)
+        x_bar = lambda: _cast(outer(g, y), x)
+        y_bar = lambda: _cast(matmul(g, x), y)
+    elif len(ys) == 2:  # (k,) @ (k, m) -> (m,)
+        x_bar = lambda: _cast(matmul(y, g), x)
+        y_bar = lambda: _cast(outer(x, g), y)
+    else:  # (k,) @ (k,) -> ()
+        x_bar = lambda: _cast(bind(ew.multiply_p, g, y), x)
+        y_bar = lambda: _cast(bind(ew.multiply_p, g, x), y)
     return (x_bar if need_x else None, y_bar if need_y else None)
 
 
