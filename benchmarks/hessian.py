@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import best_time, optional
-
 import tracegrad as tg
+from benchmarks.common import best_time, optional
 
 
 def analytic(a, x):
@@ -27,49 +26,54 @@ def analytic(a, x):
 
 def main(sizes=(10, 100, 500)) -> None:
     jax = optional("jax")
-    torch = optional("torch")
-    autograd = optional("autograd")
     if jax is not None:
         jax.config.update("jax_enable_x64", True)
     print(f"{'n':>5} {'analytic us':>12}  ratios (time / analytic)")
     for n in sizes:
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((n, n)) / np.sqrt(n)
-        x = rng.standard_normal(n)
-
-        def f(x):
-            return np.sum(np.tanh(a @ x) ** 2) + (x @ x) ** 2
-
-        ref = analytic(a, x)
-        np.testing.assert_allclose(tg.hessian(f)(x), ref, rtol=1e-9, atol=1e-9)
-        t_ref = best_time(lambda: analytic(a, x))
-        ratios = {"tracegrad hessian": best_time(lambda: tg.hessian(f)(x)) / t_ref}
-        if jax is not None:
-            import jax.numpy as jnp
-
-            ja = jnp.asarray(a)
-            jf = lambda x: jnp.sum(jnp.tanh(ja @ x) ** 2) + (x @ x) ** 2
-            jh = jax.jit(jax.hessian(jf))
-            jx = jnp.asarray(x)
-            ratios["jax.jit(jax.hessian)"] = best_time(
-                lambda: jh(jx).block_until_ready()) / t_ref
-            jh_nojit = jax.hessian(jf)
-            ratios["jax.hessian (no jit)"] = best_time(
-                lambda: jh_nojit(jx).block_until_ready(), repeat=3) / t_ref
-        if torch is not None:
-            ta = torch.tensor(a)
-            tf = lambda x: torch.sum(torch.tanh(ta @ x) ** 2) + (x @ x) ** 2
-            tx = torch.tensor(x)
-            ratios["torch.func.hessian"] = best_time(
-                lambda: torch.func.hessian(tf)(tx), repeat=3) / t_ref
-        if autograd is not None:
-            import autograd.numpy as anp
-
-            af = lambda x: anp.sum(anp.tanh(anp.dot(a, x)) ** 2) + anp.dot(x, x) ** 2
-            ah = autograd.hessian(af)
-            ratios["HIPS autograd"] = best_time(lambda: ah(x), repeat=3) / t_ref
+        t_ref, ratios = measure(n, jax, optional("torch"), optional("autograd"))
         text = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
         print(f"{n:>5} {t_ref * 1e6:12.1f}  {text}")
+
+
+def measure(n, jax, torch, autograd):
+    """(analytic seconds, {name: time / analytic}) for one size."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n)) / np.sqrt(n)
+    x = rng.standard_normal(n)
+
+    def f(x):
+        return np.sum(np.tanh(a @ x) ** 2) + (x @ x) ** 2
+
+    ref = analytic(a, x)
+    np.testing.assert_allclose(tg.hessian(f)(x), ref, rtol=1e-9, atol=1e-9)
+    t_ref = best_time(lambda: analytic(a, x))
+    ratios = {"tracegrad hessian": best_time(lambda: tg.hessian(f)(x)) / t_ref}
+    if jax is not None:
+        import jax.numpy as jnp
+
+        ja = jnp.asarray(a)
+        jf = lambda x: jnp.sum(jnp.tanh(ja @ x) ** 2) + (x @ x) ** 2
+        jh = jax.jit(jax.hessian(jf))
+        jx = jnp.asarray(x)
+        ratios["jax.jit(jax.hessian)"] = best_time(lambda: jh(jx).block_until_ready()) / t_ref
+        jh_nojit = jax.hessian(jf)
+        ratios["jax.hessian (no jit)"] = (
+            best_time(lambda: jh_nojit(jx).block_until_ready(), repeat=3) / t_ref
+        )
+    if torch is not None:
+        ta = torch.tensor(a)
+        tf = lambda x: torch.sum(torch.tanh(ta @ x) ** 2) + (x @ x) ** 2
+        tx = torch.tensor(x)
+        ratios["torch.func.hessian"] = (
+            best_time(lambda: torch.func.hessian(tf)(tx), repeat=3) / t_ref
+        )
+    if autograd is not None:
+        import autograd.numpy as anp
+
+        af = lambda x: anp.sum(anp.tanh(anp.dot(a, x)) ** 2) + anp.dot(x, x) ** 2
+        ah = autograd.hessian(af)
+        ratios["HIPS autograd"] = best_time(lambda: ah(x), repeat=3) / t_ref
+    return t_ref, ratios
 
 
 if __name__ == "__main__":

@@ -28,29 +28,35 @@ def _check_tangents(fname, api, flat_p, p_tree, flat_t, t_tree):
     if p_tree != t_tree:
         raise TypeError(
             f"{api}({fname}): primal and tangent arguments must have the same tree structure, "
-            f"got {p_tree} and {t_tree}")
+            f"got {p_tree} and {t_tree}"
+        )
     for i, (p, t) in enumerate(zip(flat_p, flat_t)):
         pa, ta = _aval(p), _aval(t)
         if pa.shape != ta.shape:
             raise ValueError(
                 f"{api}({fname}): the tangent of leaf {i} has shape {ta.shape}, but its primal "
-                f"has shape {pa.shape}; they must be equal")
+                f"has shape {pa.shape}; they must be equal"
+            )
         if is_float(pa.dtype) and not pa.weak_type and not ta.weak_type and pa.dtype != ta.dtype:
             raise TypeError(
                 f"{api}({fname}): the tangent of leaf {i} has dtype {ta.dtype.name}, but its "
-                f"primal has dtype {pa.dtype.name}; they must be equal")
+                f"primal has dtype {pa.dtype.name}; they must be equal"
+            )
 
 
 def _trace(f, primals, fname):
     flat, in_tree = tree.flatten(tuple(primals))
-    traced, out_tree = trace_flat(lambda *t: f(*tree.unflatten(in_tree, t)), flat,
-                                  concrete=True, name=fname)
+    traced, out_tree = trace_flat(
+        lambda *t: f(*tree.unflatten(in_tree, t)), flat, concrete=True, name=fname
+    )
     return traced, out_tree, flat, in_tree
 
 
 def _tangent_outputs(ts, outs):
-    return [_to_output(t, o) if t is not None or not isinstance(o, Tracer) else 0.0 * o
-            for t, o in zip(ts, outs)]
+    return [
+        _to_output(t, o) if t is not None or not isinstance(o, Tracer) else 0.0 * o
+        for t, o in zip(ts, outs)
+    ]
 
 
 def jvp(f: Callable, primals, tangents, has_aux: bool = False):
@@ -66,7 +72,8 @@ def jvp(f: Callable, primals, tangents, has_aux: bool = False):
     if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
         raise TypeError(
             f"jvp({fname}): primals and tangents must be tuples or lists of arguments, got "
-            f"{type(primals).__name__} and {type(tangents).__name__}")
+            f"{type(primals).__name__} and {type(tangents).__name__}"
+        )
     traced, out_tree, flat, in_tree = _trace(f, primals, fname)
     flat_t, t_tree = tree.flatten(tuple(tangents))
     _check_tangents(fname, "jvp", flat, in_tree, flat_t, t_tree)
@@ -101,14 +108,17 @@ def linearize(f: Callable, *primals):
     def jvp_fn(*tangents):
         flat_t, t_tree = tree.flatten(tuple(tangents))
         _check_tangents(fname, "linearize", flat, in_tree, flat_t, t_tree)
-        ts = [t if isinstance(t, Tracer) else np.asarray(t, _aval(p).strengthen().dtype)
-              for t, p in zip(flat_t, flat)]
+        ts = [
+            t if isinstance(t, Tracer) else np.asarray(t, _aval(p).strengthen().dtype)
+            for t, p in zip(flat_t, flat)
+        ]
         results = eval_graph(split.linear, list(residuals) + ts)
         full = [None] * len(out_avals)
         for k, r in zip(split.present, results):
             full[k] = r
         return tree.unflatten(out_tree, _tangent_outputs(full, outs))
 
-    out_vals = tree.unflatten(out_tree, [_to_output(o, o) if not isinstance(o, Tracer) else o
-                                         for o in outs])
+    out_vals = tree.unflatten(
+        out_tree, [_to_output(o, o) if not isinstance(o, Tracer) else o for o in outs]
+    )
     return out_vals, jvp_fn

@@ -44,7 +44,7 @@ def _split_rows(stacked, avals) -> list:
     """Cut the leading axis of `stacked` into one piece per value of `avals`."""
     pieces, offset = [], 0
     for a in avals:
-        pieces.append(stacked[offset:offset + a.size])
+        pieces.append(stacked[offset : offset + a.size])
         offset += a.size
     return pieces
 
@@ -64,7 +64,8 @@ def _check_float_outputs(out_flat, fname, api):
         if not is_float(_aval(o).dtype):
             raise TypeError(
                 f"{api}({fname}) requires float outputs, but output leaf {k} has dtype "
-                f"{_aval(o).dtype.name}")
+                f"{_aval(o).dtype.name}"
+            )
 
 
 def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
@@ -93,8 +94,9 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
         per_input = [_split_rows(r, out_avals) for r in rows_flat]
         blocks = []
         for k, oa in enumerate(out_avals):
-            leaves = [tnp.reshape(per_input[j][k], oa.shape + ia.shape)
-                      for j, ia in enumerate(in_avals)]
+            leaves = [
+                tnp.reshape(per_input[j][k], oa.shape + ia.shape) for j, ia in enumerate(in_avals)
+            ]
             sub = tree.unflatten(in_tree, leaves)
             blocks.append(sub[0] if isinstance(argnums, int) else sub)
         result = tree.unflatten(out_tree, blocks)

@@ -34,7 +34,8 @@ def _axis_leaves(spec, value, what: str, fname: str) -> list:
     except ValueError as err:
         raise ValueError(
             f"vmap({fname}): {what} {spec!r} does not match the structure of the value it "
-            f"describes: {err}") from None
+            f"describes: {err}"
+        ) from None
     leaves_with_none = optree.tree_leaves(value, none_is_leaf=True, namespace=tree.NAMESPACE)
     axes = [a for a, leaf in zip(axes, leaves_with_none) if leaf is not None]
     for a in axes:
@@ -51,9 +52,11 @@ def _in_axes(in_axes, args, fname):
             raise ValueError(
                 f"vmap({fname}): in_axes must be an int, None, or a tuple with one entry per "
                 f"positional argument, but got len(in_axes)={len(in_axes)} for "
-                f"{len(args)} arguments")
-        return [a for spec, arg in zip(in_axes, args)
-                for a in _axis_leaves(spec, arg, "in_axes", fname)]
+                f"{len(args)} arguments"
+            )
+        return [
+            a for spec, arg in zip(in_axes, args) for a in _axis_leaves(spec, arg, "in_axes", fname)
+        ]
     if in_axes is not None and not isinstance(in_axes, int):
         raise ValueError(f"vmap({fname}): in_axes must be an int, None or a tuple, got {in_axes!r}")
     return [in_axes] * len(tree.leaves(tuple(args)))
@@ -86,17 +89,21 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
                 raise ValueError(
                     f"vmap({fname}) was asked to map leaf {i} of its arguments along axis {ax}, "
                     f"which needs a rank of at least {ax + 1 if ax >= 0 else -ax}, but the value "
-                    f"has shape {aval.shape}")
+                    f"has shape {aval.shape}"
+                )
             ax %= aval.ndim
             sizes.append((i, aval.shape, ax, aval.shape[ax]))
-            avals.append(Aval(aval.shape[:ax] + aval.shape[ax + 1:], aval.dtype))
+            avals.append(Aval(aval.shape[:ax] + aval.shape[ax + 1 :], aval.dtype))
             dims.append(ax)
         if not sizes:
             raise ValueError(
-                f"vmap({fname}) needs at least one batched argument: in_axes is None for all")
+                f"vmap({fname}) needs at least one batched argument: in_axes is None for all"
+            )
         if len({s for *_, s in sizes}) > 1:
-            shown = "; ".join(f"leaf {i} of shape {shape} mapped along axis {ax} has size {s}"
-                              for i, shape, ax, s in sizes)
+            shown = "; ".join(
+                f"leaf {i} of shape {shape} mapped along axis {ax} has size {s}"
+                for i, shape, ax, s in sizes
+            )
             raise ValueError(f"vmap({fname}) got inconsistent batch sizes: {shown}")
         size = sizes[0][3]
 
@@ -105,8 +112,9 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
             return f(*a, **k)
 
         traced, out_tree = trace_flat(flat_fn, avals, concrete=False, name=fname)
-        outs, out_dims = batch_pass(traced.graph, list(flat) + list(traced.captured),
-                                    dims + [None] * len(traced.captured))
+        outs, out_dims = batch_pass(
+            traced.graph, list(flat) + list(traced.captured), dims + [None] * len(traced.captured)
+        )
         out_struct = tree.unflatten(out_tree, list(range(len(outs))))
         o_axes = _axis_leaves(out_axes, out_struct, "out_axes", fname)
         results = []
@@ -115,14 +123,16 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
                 if d is not None:
                     raise ValueError(
                         f"vmap({fname}): out_axes is None for an output that depends on the "
-                        "batch; give it an axis")
+                        "batch; give it an axis"
+                    )
                 results.append(o)
                 continue
             o = materialize(o, d, size)
             n = len(o.shape) if hasattr(o, "shape") else 0
             if not -n <= oa < n:
-                raise ValueError(f"vmap({fname}): out_axes {oa} is out of range for an output "
-                                 f"of rank {n}")
+                raise ValueError(
+                    f"vmap({fname}): out_axes {oa} is out of range for an output of rank {n}"
+                )
             results.append(move_axis(o, 0, oa % n))
         return tree.unflatten(out_tree, results)
 

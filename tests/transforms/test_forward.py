@@ -78,7 +78,8 @@ def test_jvp_nests_for_higher_order():
 
 
 def test_jvp_errors():
-    with pytest.raises(ValueError, match=r"tangent of leaf 0 has shape \(2,\), but its primal has shape \(3,\)"):
+    msg = r"tangent of leaf 0 has shape \(2,\), but its primal has shape \(3,\)"
+    with pytest.raises(ValueError, match=msg):
         tg.jvp(np.sin, (np.ones(3),), (np.ones(2),))
     with pytest.raises(TypeError, match="dtype float32, but its primal has dtype float64"):
         tg.jvp(np.sin, (np.ones(3),), (np.ones(3, np.float32),))

@@ -11,8 +11,10 @@ import tracegrad as tg
 
 def loop(f, in_axes, *args, out_axis=0):
     size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
-    outs = [f(*[a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, in_axes)])
-            for b in range(size)]
+    outs = [
+        f(*[a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, in_axes)])
+        for b in range(size)
+    ]
     return np.stack(outs, axis=out_axis)
 
 

@@ -26,7 +26,8 @@ def _checked(t, aval, prim_name: str):
     if shape_of(t) != aval.shape:
         raise ValueError(
             f"internal error: the jvp of {prim_name} produced a tangent of shape "
-            f"{shape_of(t)} for a value of shape {aval.shape}")
+            f"{shape_of(t)} for a value of shape {aval.shape}"
+        )
     dtype = getattr(t, "dtype", None)
     if dtype is None or dtype != aval.dtype:
         t = astype(t, aval.dtype)

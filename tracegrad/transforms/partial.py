@@ -73,8 +73,9 @@ def linear_split(graph: Graph, run_pass: Callable, new_avals: Sequence[Aval], na
         None,
         name=f"{graph.name}_fwd",
     )
-    linear = _rebuild(residuals, [t.edge for t in new_tracers], linear_nodes, result_edges,
-                      f"{graph.name}_{name}")
+    linear = _rebuild(
+        residuals, [t.edge for t in new_tracers], linear_nodes, result_edges, f"{graph.name}_{name}"
+    )
     if config.debug:
         from tracegrad.ir.verify import verify
 

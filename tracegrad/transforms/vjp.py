@@ -146,4 +146,5 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None) -> Split:
     wrt = [True] * len(graph.inputs) if wrt is None else list(wrt)
     out_avals = [e.aval.strengthen() for e in graph.outputs]
     return linear_split(
-        graph, lambda read, cts: backward_pass(graph, read, cts, wrt), out_avals, "bwd")
+        graph, lambda read, cts: backward_pass(graph, read, cts, wrt), out_avals, "bwd"
+    )

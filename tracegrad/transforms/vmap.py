@@ -39,7 +39,8 @@ def batch_pass(graph: Graph, args: Sequence, dims: Sequence[int | None]) -> tupl
                 rule = node.prim.batch
                 if rule is None:
                     raise NotImplementedError(
-                        f"vmap: the primitive {node.prim.name!r} has no batching rule")
+                        f"vmap: the primitive {node.prim.name!r} has no batching rule"
+                    )
                 out, out_dim = rule(vals, ds, **node.params)
             env[node] = (out, out_dim)
         for dead in free:
