@@ -129,7 +129,13 @@ def _pad_strided(data, dtype):
     return (x,), {"shape": tuple(shape), "starts": tuple(starts), "strides": tuple(strides)}
 
 
+def _ascontiguousarray(data, dtype):
+    x = _x(data, dtype, min_dims=2, min_side=2)
+    return (np.swapaxes(x, 0, 1),), {}  # a transposed view: the copy changes the layout
+
+
 SAMPLES = {
+    sp.ascontiguousarray_p: Sample(_ascontiguousarray),
     sp.reshape_p: Sample(_reshape),
     sp.broadcast_to_p: Sample(_broadcast_to),
     sp.transpose_p: Sample(_transpose),

@@ -229,7 +229,10 @@ def take(a, indices, axis=None, out=None, mode="raise"):
         raise np.exceptions.AxisError(
             f"take: axis {axis} is out of bounds for an array of dimension {n}"
         )
-    return getitem(a, (slice(None),) * (axis % n) + (indices,))
+    # np.take returns a C-ordered copy, x[:, idx] may not: the layout decides the summation
+    # order of a later reduction, so the bits.
+    out = getitem(a, (slice(None),) * (axis % n) + (indices,))
+    return sp.ascontiguousarray(out) if ndim_of(out) >= 2 else out
 
 
 def take_along_axis(arr, indices, axis=-1):

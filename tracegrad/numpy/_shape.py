@@ -21,7 +21,7 @@ from tracegrad.primitives import shape as sp
 
 # fmt: off
 __all__ = [
-    "reshape", "transpose", "broadcast_to", "shape", "ndim", "size",
+    "ascontiguousarray", "reshape", "transpose", "broadcast_to", "shape", "ndim", "size",
     "expand_dims", "squeeze", "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
     "column_stack", "unstack", "split", "array_split", "hsplit", "vsplit", "dsplit", "flip",
     "fliplr", "flipud", "repeat", "tile", "pad", "moveaxis", "swapaxes", "rollaxis",
@@ -600,3 +600,13 @@ def pad(array, pad_width, mode="constant", **kwargs):
             if side != (0, 0):
                 array = sp.pad(array, [side if k == ax else (0, 0) for k in range(n)], v)
     return array
+
+
+def ascontiguousarray(a, dtype=None, *, like=None):
+    """`np.ascontiguousarray`: the same values, C-ordered (the layout decides the summation
+    order of later reductions, hence their bits)."""
+    if dtype is not None or like is not None:
+        raise NotImplementedError(
+            "tracegrad.numpy.ascontiguousarray: dtype= and like= are not supported; use astype"
+        )
+    return sp.ascontiguousarray(asarray_or_tracer(a))

@@ -698,7 +698,40 @@ pad_strided_p = Primitive(
     emit=_pad_strided_emit,
 )
 
+# -- ascontiguousarray ------------------------------------------------------------------------
+
+
+def ascontiguousarray(x):
+    """`np.ascontiguousarray(x)`: the same values in C order. Layout matters for bits: a
+    later reduction sums in memory order, so `np.take` (which returns C order) is a gather
+    followed by this."""
+    return bind(ascontiguousarray_p, x)
+
+
+def _ascontiguousarray_batch(args, dims):
+    from tracegrad.primitives.batching import move_to_front
+
+    (x,), (d,) = args, dims
+    # the batch axis first keeps every example's elements contiguous and in C order
+    return ascontiguousarray(move_to_front(x, d)), 0
+
+
+ascontiguousarray_p = Primitive(
+    "ascontiguousarray",
+    impl=np.ascontiguousarray,
+    shape=lambda x: Aval(x.shape or (1,), x.dtype),  # NumPy makes 0-d arrays 1-d
+    jvp=lambda primals, tangents, *, out: (
+        None if tangents[0] is None else ascontiguousarray(tangents[0])
+    ),
+    vjp=lambda x_bar, x, *, out: (
+        reshape(x_bar, np.shape(x) if not hasattr(x, "shape") else x.shape),
+    ),
+    batch=_ascontiguousarray_batch,
+    emit=lambda x: f"np.ascontiguousarray({x})",
+)
+
 PRIMITIVES = (
+    ascontiguousarray_p,
     reshape_p,
     broadcast_to_p,
     transpose_p,
