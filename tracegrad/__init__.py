@@ -7,6 +7,7 @@ from tracegrad.api_jacobian import hessian, jacfwd, jacrev
 from tracegrad.api_vmap import vmap
 from tracegrad.errors import ConcretizationError, EscapedTracerError
 from tracegrad.ir import Aval, Graph
+from tracegrad.jit import jit
 from tracegrad.testing import check_grads
 from tracegrad.tracing import make_graph
 
@@ -22,6 +23,7 @@ __all__ = [
     "hessian",
     "jacfwd",
     "jacrev",
+    "jit",
     "jvp",
     "linearize",
     "make_graph",

@@ -20,6 +20,7 @@ from tracegrad.interpret import eval_graph
 from tracegrad.ir.graph import Node, const_p
 from tracegrad.ir.types import Aval, aval_of, is_float
 from tracegrad.tracing import Traced, trace_flat
+from tracegrad.transforms.simplify import simplify
 from tracegrad.transforms.vjp import backward_pass, value_reader, vjp_graph
 
 
@@ -70,18 +71,21 @@ class _Run:
     """One concrete trace of `f` and the forward values at the caller's level.
 
     At the top level the trace's own values are the forward values; when the arguments are
-    tracers of an enclosing transformation, the graph is re-run on them (recording it there).
+    tracers of an enclosing transformation, the graph is simplified and re-run on them
+    (recording it there), so each level of a nested derivative starts from a small graph.
+    `graph` is the graph the derivative pass must walk.
     """
 
     def __init__(self, traced: Traced, flat_args: Sequence):
         self.traced = traced
         graph = traced.graph
-        nested = bool(traced.captured) or any(isinstance(a, Tracer) for a in flat_args)
-        if nested:
+        if is_nested(traced, flat_args):
+            graph = simplify(graph)
             args = list(flat_args) + list(traced.captured)
             self.values = eval_graph(graph, args, keep_all=True)
         else:
             self.values = traced.values
+        self.graph = graph
         self.read = value_reader(self.values)
         self.outputs = [self.read(e) for e in graph.outputs]
 
@@ -89,6 +93,11 @@ class _Run:
         # the forward value of `node` is needed by no rule still to run (reverse order)
         if node.prim is not const_p:
             self.values.pop(node, None)
+
+
+def is_nested(traced: Traced, flat_args: Sequence) -> bool:
+    """Whether this call runs inside another transformation (its values are tracers)."""
+    return bool(traced.captured) or any(isinstance(a, Tracer) for a in flat_args)
 
 
 def _trace(f, args: tuple, kwargs: dict, argnums: tuple[int, ...], fname: str):
@@ -171,7 +180,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
                 f"grad requires a float output, got dtype {out_aval.dtype.name} from {fname}"
             )
         run = _Run(traced, flat)
-        graph = traced.graph
+        graph = run.graph
         seeds = [None] * len(graph.outputs)
         seeds[k] = 1.0
         n_in = len(flat)
@@ -216,11 +225,11 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     main, aux = _split_aux(out_tree, traced.out_tracers, has_aux, fname, "vjp")
     main_idx = tree.leaves(main)
     main_tree = tree.structure(main)
-    graph = traced.graph
+    nested = is_nested(traced, flat)
+    graph = simplify(traced.graph) if nested else traced.graph
     wrt = [True] * len(flat) + [False] * len(traced.captured)
     split = vjp_graph(graph, wrt)
     args = list(flat) + list(traced.captured)
-    nested = bool(traced.captured) or any(isinstance(a, Tracer) for a in flat)
     fwd_out = eval_graph(split.forward, args, known=None if nested else traced.values)
     outs, residuals = fwd_out[: split.n_outputs], fwd_out[split.n_outputs :]
     out_avals = [e.aval for e in graph.outputs]

@@ -12,12 +12,13 @@ from collections.abc import Callable
 import numpy as np
 
 from tracegrad import tree
-from tracegrad.api import _fname, _Run, _split_aux, _to_output
+from tracegrad.api import _fname, _Run, _split_aux, _to_output, is_nested
 from tracegrad.core import Tracer
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.types import aval_of, is_float
 from tracegrad.tracing import trace_flat
 from tracegrad.transforms.jvp import linearize_graph, tangent_pass
+from tracegrad.transforms.simplify import simplify
 
 
 def _aval(x):
@@ -78,7 +79,7 @@ def jvp(f: Callable, primals, tangents, has_aux: bool = False):
     flat_t, t_tree = tree.flatten(tuple(tangents))
     _check_tangents(fname, "jvp", flat, in_tree, flat_t, t_tree)
     run = _Run(traced, flat)
-    ts = tangent_pass(traced.graph, run.read, list(flat_t) + [None] * len(traced.captured))
+    ts = tangent_pass(run.graph, run.read, list(flat_t) + [None] * len(traced.captured))
     outs = [_to_output(o, o) if not isinstance(o, Tracer) else o for o in run.outputs]
     t_outs = _tangent_outputs(ts, run.outputs)
     out_vals = tree.unflatten(out_tree, outs)
@@ -97,10 +98,10 @@ def linearize(f: Callable, *primals):
     """
     fname = _fname(f)
     traced, out_tree, flat, in_tree = _trace(f, primals, fname)
-    graph = traced.graph
+    nested = is_nested(traced, flat)
+    graph = simplify(traced.graph) if nested else traced.graph
     split = linearize_graph(graph, [True] * len(flat) + [False] * len(traced.captured))
     args = list(flat) + list(traced.captured)
-    nested = bool(traced.captured) or any(isinstance(a, Tracer) for a in flat)
     fwd_out = eval_graph(split.forward, args, known=None if nested else traced.values)
     outs, residuals = fwd_out[: split.n_outputs], fwd_out[split.n_outputs :]
     out_avals = [e.aval for e in graph.outputs]

@@ -90,7 +90,8 @@ class Trace:
             return edge
         if isinstance(value, list | tuple):
             return self.const_edge(np.asarray(value))
-        key = (type(value), value)
+        # floats by their bits: 0.0 and -0.0 are equal but not the same constant
+        key = (type(value), value.hex() if type(value) is float else value)
         edge = self._scalar_consts.get(key)
         if edge is None:
             if isinstance(value, np.generic):
@@ -148,7 +149,7 @@ class Trace:
         params = Params(params) if params else EMPTY_PARAMS
         key = None
         if self.cse:
-            key = (prim, params, *[(e.node, e.index) for e in in_edges])
+            key = (prim, params.key(), *[(e.node, e.index) for e in in_edges])
             try:
                 node = self._cse_table.get(key)
             except TypeError:  # unhashable params: never shared

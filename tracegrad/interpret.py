@@ -39,12 +39,13 @@ def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None, keep
             if (
                 node.out_avals[0].weak_type
                 and not node.out_avals[0].shape
-                and not isinstance(out, Tracer | bool | int | float | complex)
+                and type(out) not in (bool, int, float, complex)  # np.float64 is a float too
+                and not isinstance(out, Tracer)
             ):
                 out = out.item()  # a weak value stands for a Python scalar (NEP 50 promotion)
             env[node] = out
         for dead in free:
-            del env[dead]
+            env.pop(dead, None)  # (a constant listed after its reader was never stored)
     if keep_all:
         return env
     outs = []

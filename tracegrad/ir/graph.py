@@ -37,6 +37,11 @@ class Params(dict):
             self._hash = h
             return h
 
+    def key(self) -> tuple:
+        """A hashable key that tells floats apart by their bits (0.0 and -0.0 are equal as
+        values, but a node built with one is not the node built with the other)."""
+        return tuple(sorted((k, _bits(v)) for k, v in self.items()))
+
     def _readonly(self, *args, **kwargs):
         raise TypeError("Params are immutable; build a new node with attrs.evolve")
 
@@ -47,6 +52,14 @@ class Params(dict):
 
 
 EMPTY_PARAMS = Params()
+
+
+def _bits(v):
+    if type(v) is float:
+        return ("float", v.hex())
+    if type(v) is tuple:
+        return tuple(_bits(x) for x in v)
+    return v
 
 
 @attrs.frozen(eq=False, repr=False, weakref_slot=True)

@@ -190,7 +190,10 @@ def ravel(a, order="C"):
             "only C order"
         )
     a = _array(a)
-    return sp.reshape(a, (math.prod(shape_of(a)),))
+    # np.ravel copies a non-contiguous input into C order (a reshape may keep a strided view);
+    # the layout decides the summation order of later reductions, so the bits
+    flat = sp.reshape(a, (math.prod(shape_of(a)),))
+    return sp.ascontiguousarray(flat)
 
 
 # -- expand_dims, squeeze, atleast_nd ---------------------------------------------------------

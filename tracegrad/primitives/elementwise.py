@@ -229,7 +229,7 @@ def binary(name: str, ufunc: np.ufunc, derivs=None, *, vjp=None, jvp=None) -> Pr
     `derivs(x, y, out)` returns the two partial derivatives (None for a structurally zero
     one); jvp and vjp follow. A primitive with a cheaper direct form passes `vjp`/`jvp`.
     """
-    if derivs is not None:
+    if derivs is not None and jvp is None:
 
         def jvp(primals, tangents, *, out):
             x, y = primals
@@ -243,14 +243,24 @@ def binary(name: str, ufunc: np.ufunc, derivs=None, *, vjp=None, jvp=None) -> Pr
             total = terms[0] if len(terms) == 1 else terms[0] + terms[1]
             return _broadcast_like(total, out)
 
+    if derivs is not None and vjp is None:
+
         def vjp(bar, x, y, *, out):
-            fx, fy = is_float(_dtype(x)), is_float(_dtype(y))
-            dx, dy = derivs(x, y, out, fx, fy)
+            # thunks: a constant operand's cotangent is never computed (see transforms/vjp.py)
+            def x_bar():
+                dx = derivs(x, y, out, True, False)[0]
+                return None if dx is None else unbroadcast(bar * dx, shape_of(x))
+
+            def y_bar():
+                dy = derivs(x, y, out, False, True)[1]
+                return None if dy is None else unbroadcast(bar * dy, shape_of(y))
+
             return (
-                unbroadcast(bar * dx, shape_of(x)) if fx and dx is not None else None,
-                unbroadcast(bar * dy, shape_of(y)) if fy and dy is not None else None,
+                x_bar if is_float(_dtype(x)) else None,
+                y_bar if is_float(_dtype(y)) else None,
             )
-    elif vjp is None:
+
+    if derivs is None and vjp is None:
         jvp, vjp = _zero_jvp, _zero_vjp
     return Primitive(
         name,
@@ -312,6 +322,17 @@ def _mul_derivs(x, y, out, need_x, need_y):
 
 def _div_derivs(x, y, out, need_x, need_y):
     return (reciprocal(y) if need_x else None), (negative(out / y) if need_y else None)
+
+
+def _div_vjp(bar, x, y, *, out):
+    # t = bar / y serves both: x_bar = t, y_bar = -t * x / y = -(t * out); sharing t keeps
+    # nested derivatives of quotients small
+    fx, fy = is_float(_dtype(x)), is_float(_dtype(y))
+    t = bar / y
+    return (
+        unbroadcast(t, shape_of(x)) if fx else None,
+        (lambda: unbroadcast(negative(t * out), shape_of(y))) if fy else None,
+    )
 
 
 def _pow_derivs(x, y, out, need_x, need_y):
@@ -390,7 +411,7 @@ def _copysign_derivs(x, y, out, need_x, need_y):
 add_p          = binary("add", np.add, vjp=_add_vjp, jvp=_add_jvp)
 subtract_p     = binary("subtract", np.subtract, vjp=_sub_vjp, jvp=_sub_jvp)
 multiply_p     = binary("multiply", np.multiply, _mul_derivs)
-divide_p       = binary("divide", np.divide, _div_derivs)
+divide_p       = binary("divide", np.divide, _div_derivs, vjp=_div_vjp)
 power_p        = binary("power", np.power, _pow_derivs)
 maximum_p      = binary("maximum", np.maximum, _max_derivs)
 minimum_p      = binary("minimum", np.minimum, _max_derivs)

@@ -1,0 +1,281 @@
+"""`jit`: trace once per signature, simplify, generate NumPy code, and cache it.
+
+The signature of a call is the pytree structure of its positional and keyword arguments,
+each leaf's shape, dtype and weak type (a Python scalar is weak), and the values of the
+static arguments. The first call with a new signature traces `f` abstractly (shapes and
+dtypes only: Python control flow on values raises `tg.ConcretizationError`), simplifies the
+graph and compiles it; later calls with that signature run the compiled code directly.
+
+Arrays that `f` closes over are constants captured at trace time (as in JAX): changing such
+an array in place later does not change what a cached entry computes. Called on tracers (in
+`grad(jit(f))`, `vmap(jit(f))`), a jitted function inlines its cached graph into the
+enclosing trace instead of running it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import warnings
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tracegrad import tree
+from tracegrad.core import Tracer
+from tracegrad.interpret import eval_graph
+from tracegrad.ir.analysis import peak_bytes
+from tracegrad.ir.graph import Graph
+from tracegrad.ir.types import Aval, aval_of
+from tracegrad.tracing import trace_flat
+
+logger = logging.getLogger("tracegrad.jit")
+
+CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "maxsize", "currsize"])
+
+RETRACE_WARNING_AFTER = 10
+_BACKENDS = ("codegen", "interpret")
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function keeps meeting new signatures (each one costs a trace and a compile)."""
+
+
+def _leaf_key(x):
+    # cheap and hashable: arrays by (shape, dtype), Python scalars by type (weak)
+    t = type(x)
+    if t is np.ndarray:
+        return (x.shape, x.dtype)
+    if t is float or t is int or t is bool or t is complex:
+        return t
+    if isinstance(x, Tracer):
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type)
+    if isinstance(x, np.generic):
+        return ((), x.dtype)
+    raise TypeError(
+        f"jit: arguments must be arrays, Python scalars or pytrees of them; got a "
+        f"{t.__name__}. Pass non-array values with static_argnums.")
+
+
+def _leaf_aval(x) -> Aval:
+    return x.aval if isinstance(x, Tracer) else aval_of(x)
+
+
+class _Entry:
+    """One cached signature: the simplified graph and how to run it."""
+
+    __slots__ = ("graph", "run", "out_tree", "compiled", "captured")
+
+    def __init__(self, graph: Graph, run, out_tree, compiled, captured=()):
+        self.graph = graph
+        self.run = run
+        self.out_tree = out_tree
+        self.compiled = compiled
+        # outer tracers the graph reads (f closed over them): such an entry is not cached
+        self.captured = captured
+
+
+class Lowered:
+    """What `jit(f).lower(*args)` returns: the simplified IR and the generated Python."""
+
+    def __init__(self, entry: _Entry):
+        self.graph = entry.graph
+        self._compiled = entry.compiled
+
+    @property
+    def source(self) -> str:
+        if self._compiled is None:
+            from tracegrad.codegen import source
+
+            return source(self.graph)
+        return self._compiled.source
+
+    @property
+    def memory(self) -> int:
+        """Predicted peak bytes of live intermediates while the generated code runs."""
+        return peak_bytes(self.graph)
+
+    def export(self, path) -> None:
+        """Write a standalone module (NumPy only; array constants in an .npz beside it)."""
+        from tracegrad.codegen import compile_graph
+
+        (self._compiled or compile_graph(self.graph)).export(path)
+
+    def __repr__(self) -> str:
+        return f"<Lowered {self.graph.name}: {len(self.graph.nodes)} nodes>"
+
+
+class Jitted:
+    """A function compiled per signature. Call it like `f`; see `jit`."""
+
+    def __init__(self, f: Callable, static_argnums: Sequence[int], backend: str,
+                 donate_argnums: Sequence[int]):
+        self.f = f
+        self.static_argnums = tuple(sorted(set(static_argnums)))
+        self.backend = backend
+        self.donate_argnums = tuple(donate_argnums)
+        self.name = getattr(f, "__name__", type(f).__name__)
+        self._cache: dict = {}
+        self._hits = 0
+        self._misses = 0
+        self._last_key = None
+        functools.update_wrapper(self, f)
+
+    # -- the call path: keep it lean (at small sizes it is the whole cost) ---------------------
+    def __call__(self, *args, **kwargs):
+        if self.static_argnums:
+            statics, args = self._split_static(args)
+        else:
+            statics = ()
+        flat, treedef = tree.flatten((args, kwargs))
+        try:
+            key = (treedef, statics, tuple(map(_leaf_key, flat)))
+            entry = self._cache.get(key)
+        except TypeError as err:
+            raise TypeError(f"jit({self.name}): {err}") from None
+        if entry is None:
+            entry = self._compile(key, args, kwargs, flat, treedef, statics)
+        else:
+            self._hits += 1
+        if entry.run is None or any(isinstance(x, Tracer) for x in flat):
+            outs = self._inline(entry, args, kwargs, statics, flat)
+        else:
+            outs = entry.run(*flat)
+        return tree.unflatten(entry.out_tree, outs)
+
+    def _split_static(self, args):
+        n = len(args)
+        for i in self.static_argnums:
+            if not -n <= i < n:
+                raise ValueError(
+                    f"jit({self.name}): static_argnums={self.static_argnums} refers to argument "
+                    f"{i}, but the function was called with {n} positional arguments")
+        static_idx = {i % n for i in self.static_argnums}
+        statics = tuple(args[i] for i in sorted(static_idx))
+        for i, v in zip(sorted(static_idx), statics):
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(
+                    f"jit({self.name}): static argument {i} has the unhashable type "
+                    f"{type(v).__name__}; static arguments are part of the cache key, so pass "
+                    "a hashable value (a tuple instead of a list), or make it a traced argument"
+                ) from None
+        dyn = tuple(a for i, a in enumerate(args) if i not in static_idx)
+        return (tuple(sorted(static_idx)), statics), dyn
+
+    def _merge(self, statics, dyn):
+        if not statics:
+            return dyn
+        idx, vals = statics
+        out, it = [], iter(dyn)
+        static = dict(zip(idx, vals))
+        for i in range(len(dyn) + len(idx)):
+            out.append(static[i] if i in static else next(it))
+        return tuple(out)
+
+    def _compile(self, key, args, kwargs, flat, treedef, statics) -> _Entry:
+        self._misses += 1
+        self._log_retrace(key)
+        avals = [_leaf_aval(x) for x in flat]
+
+        def flat_fn(*tracers):
+            a, k = tree.unflatten(treedef, tracers)
+            return self.f(*self._merge(statics, a), **k)
+
+        traced, out_tree = trace_flat(flat_fn, avals, concrete=False, name=self.name,
+                                      in_tree=treedef)
+        if traced.captured:
+            # `f` closes over tracers of an enclosing transformation: the graph is valid for
+            # this call only, so it is inlined and not cached.
+            return _Entry(traced.graph, None, out_tree, None, traced.captured)
+        from tracegrad.transforms.simplify import simplify
+
+        graph = simplify(traced.graph)
+        if self.backend == "codegen":
+            from tracegrad.codegen import compile_graph
+
+            compiled = compile_graph(graph)
+            run = compiled.fn
+        else:
+            compiled = None
+
+            def run(*flat_args, _graph=graph):
+                return eval_graph(_graph, flat_args)
+
+        entry = _Entry(graph, run, out_tree, compiled)
+        self._cache[key] = entry
+        return entry
+
+    def _inline(self, entry, args, kwargs, statics, flat):
+        # on tracers, running the graph records it into the enclosing trace
+        return eval_graph(entry.graph, list(flat) + list(entry.captured))
+
+    def _log_retrace(self, key) -> None:
+        if self._last_key is None:
+            logger.info("jit(%s): tracing for the first signature", self.name)
+        else:
+            old_tree, old_static, old_leaves = self._last_key
+            new_tree, new_static, new_leaves = key
+            if new_tree != old_tree:
+                why = f"the argument structure changed ({old_tree} -> {new_tree})"
+            elif new_static != old_static:
+                why = f"static arguments changed ({old_static} -> {new_static})"
+            else:
+                diffs = [f"leaf {i}: {a} -> {b}"
+                         for i, (a, b) in enumerate(zip(old_leaves, new_leaves)) if a != b]
+                why = "shapes/dtypes changed (" + "; ".join(diffs[:3]) + ")"
+            logger.info("jit(%s): re-tracing because %s", self.name, why)
+        self._last_key = key
+        if self._misses == RETRACE_WARNING_AFTER:
+            warnings.warn(
+                f"jit({self.name}) has traced {self._misses} times for different signatures; "
+                "each trace costs a compile. Keep shapes and dtypes stable, or mark "
+                "arguments that vary as static only when they take few values.",
+                RetraceWarning, stacklevel=3)
+
+    # -- inspection ------------------------------------------------------------------------
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The simplified graph and generated source for these arguments' signature."""
+        statics, dyn = self._split_static(args) if self.static_argnums else ((), args)
+        flat, treedef = tree.flatten((dyn, kwargs))
+        key = (treedef, statics, tuple(map(_leaf_key, flat)))
+        entry = self._cache.get(key) or self._compile(key, dyn, kwargs, flat, treedef, statics)
+        return Lowered(entry)
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses and size of the signature cache (the shape of `lru_cache`'s)."""
+        return CacheInfo(self._hits, self._misses, None, len(self._cache))
+
+    def cache_clear(self) -> None:
+        self._cache.clear()
+        self._hits = self._misses = 0
+        self._last_key = None
+
+    def __repr__(self) -> str:
+        return f"<jit({self.name}) backend={self.backend!r}>"
+
+
+def jit(f: Callable | None = None, static_argnums: int | Sequence[int] = (),
+        backend: str = "codegen", donate_argnums: int | Sequence[int] = ()):
+    """Compile `f` per signature: trace abstractly, simplify, generate NumPy code, cache.
+
+    Args:
+      f: the function (or use `@jit(static_argnums=...)` as a decorator factory).
+      static_argnums: positional arguments that are Python values (hashable), part of the
+        cache key; the rest must be arrays or Python scalars (pytrees of them).
+      backend: "codegen" (generated NumPy source) or "interpret" (the IR interpreter on the
+        same simplified graph).
+      donate_argnums: arguments whose buffers the caller gives up (as in JAX).
+    """
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    if backend not in _BACKENDS:
+        raise ValueError(f"jit: backend must be one of {_BACKENDS}, got {backend!r}")
+    if f is None:
+        return lambda g: Jitted(g, static, backend, donate)
+    if not callable(f):
+        raise TypeError(f"jit: expected a function, got {type(f).__name__}")
+    return Jitted(f, static, backend, donate)
