@@ -9,6 +9,7 @@ of the level above it: that is how nested transforms compose.
 
 from __future__ import annotations
 
+import struct
 from contextvars import ContextVar
 
 import numpy as np
@@ -90,8 +91,8 @@ class Trace:
             return edge
         if isinstance(value, list | tuple):
             return self.const_edge(np.asarray(value))
-        # floats by their bits: 0.0 and -0.0 are equal but not the same constant
-        key = (type(value), value.hex() if type(value) is float else value)
+        # floats by their bits: 0.0 and -0.0 (or two NaN payloads) are not the same constant
+        key = (type(value), struct.pack("<d", value) if type(value) is float else value)
         edge = self._scalar_consts.get(key)
         if edge is None:
             if isinstance(value, np.generic):

@@ -56,7 +56,8 @@ def _leaf_key(x):
         return ((), x.dtype)
     raise TypeError(
         f"jit: arguments must be arrays, Python scalars or pytrees of them; got a "
-        f"{t.__name__}. Pass non-array values with static_argnums.")
+        f"{t.__name__}. Pass non-array values with static_argnums."
+    )
 
 
 def _leaf_aval(x) -> Aval:
@@ -95,7 +96,7 @@ class Lowered:
     @property
     def memory(self) -> int:
         """Predicted peak bytes of live intermediates while the generated code runs."""
-        return peak_bytes(self.graph)
+        return self._compiled.memory if self._compiled is not None else peak_bytes(self.graph)
 
     def export(self, path) -> None:
         """Write a standalone module (NumPy only; array constants in an .npz beside it)."""
@@ -110,8 +111,13 @@ class Lowered:
 class Jitted:
     """A function compiled per signature. Call it like `f`; see `jit`."""
 
-    def __init__(self, f: Callable, static_argnums: Sequence[int], backend: str,
-                 donate_argnums: Sequence[int]):
+    def __init__(
+        self,
+        f: Callable,
+        static_argnums: Sequence[int],
+        backend: str,
+        donate_argnums: Sequence[int],
+    ):
         self.f = f
         self.static_argnums = tuple(sorted(set(static_argnums)))
         self.backend = backend
@@ -151,7 +157,8 @@ class Jitted:
             if not -n <= i < n:
                 raise ValueError(
                     f"jit({self.name}): static_argnums={self.static_argnums} refers to argument "
-                    f"{i}, but the function was called with {n} positional arguments")
+                    f"{i}, but the function was called with {n} positional arguments"
+                )
         static_idx = {i % n for i in self.static_argnums}
         statics = tuple(args[i] for i in sorted(static_idx))
         for i, v in zip(sorted(static_idx), statics):
@@ -185,8 +192,9 @@ class Jitted:
             a, k = tree.unflatten(treedef, tracers)
             return self.f(*self._merge(statics, a), **k)
 
-        traced, out_tree = trace_flat(flat_fn, avals, concrete=False, name=self.name,
-                                      in_tree=treedef)
+        traced, out_tree = trace_flat(
+            flat_fn, avals, concrete=False, name=self.name, in_tree=treedef
+        )
         if traced.captured:
             # `f` closes over tracers of an enclosing transformation: the graph is valid for
             # this call only, so it is inlined and not cached.
@@ -224,8 +232,11 @@ class Jitted:
             elif new_static != old_static:
                 why = f"static arguments changed ({old_static} -> {new_static})"
             else:
-                diffs = [f"leaf {i}: {a} -> {b}"
-                         for i, (a, b) in enumerate(zip(old_leaves, new_leaves)) if a != b]
+                diffs = [
+                    f"leaf {i}: {a} -> {b}"
+                    for i, (a, b) in enumerate(zip(old_leaves, new_leaves))
+                    if a != b
+                ]
                 why = "shapes/dtypes changed (" + "; ".join(diffs[:3]) + ")"
             logger.info("jit(%s): re-tracing because %s", self.name, why)
         self._last_key = key
@@ -234,7 +245,9 @@ class Jitted:
                 f"jit({self.name}) has traced {self._misses} times for different signatures; "
                 "each trace costs a compile. Keep shapes and dtypes stable, or mark "
                 "arguments that vary as static only when they take few values.",
-                RetraceWarning, stacklevel=3)
+                RetraceWarning,
+                stacklevel=3,
+            )
 
     # -- inspection ------------------------------------------------------------------------
     def lower(self, *args, **kwargs) -> Lowered:
@@ -258,8 +271,12 @@ class Jitted:
         return f"<jit({self.name}) backend={self.backend!r}>"
 
 
-def jit(f: Callable | None = None, static_argnums: int | Sequence[int] = (),
-        backend: str = "codegen", donate_argnums: int | Sequence[int] = ()):
+def jit(
+    f: Callable | None = None,
+    static_argnums: int | Sequence[int] = (),
+    backend: str = "codegen",
+    donate_argnums: int | Sequence[int] = (),
+):
     """Compile `f` per signature: trace abstractly, simplify, generate NumPy code, cache.
 
     Args:

@@ -1,0 +1,205 @@
+"""jit: tracing once per signature, the cache, composition with every transform, and every
+error path. Oracles: plain NumPy (bit for bit), the interpreter backend, counted calls."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad.jit import RETRACE_WARNING_AFTER, RetraceWarning
+
+
+def test_values_are_bit_identical_to_numpy_and_traced_once_per_signature():
+    calls = []
+
+    def f(x, y):
+        calls.append(1)
+        return np.tanh(x @ y) * 2.0 + np.sum(x)
+
+    jf = tg.jit(f)
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        x, y = rng.standard_normal((3, 4)).astype(dtype), rng.standard_normal((4, 2)).astype(dtype)
+        for _ in range(3):
+            out = jf(x, y)
+            np.testing.assert_array_equal(out, f(x, y), strict=True)
+    # one trace per dtype signature (f's own direct calls above add one each)
+    assert len(calls) == 2 * 1 + 2 * 3
+    info = jf.cache_info()
+    assert (info.hits, info.misses, info.currsize) == (4, 2, 2)
+
+
+def test_retrace_on_new_shape_structure_weak_type_and_static_value(caplog):
+    jf = tg.jit(lambda x, n: x * n, static_argnums=1)
+    with caplog.at_level(logging.INFO, logger="tracegrad.jit"):
+        jf(np.ones(3), 2)
+        jf(np.ones(3), 2)
+        jf(np.ones(4), 2)
+        jf(np.ones(4), 3)
+    assert jf.cache_info().misses == 3
+    text = caplog.text
+    assert "first signature" in text and "shapes/dtypes changed" in text
+    assert "static arguments changed" in text
+    jg = tg.jit(lambda x: x * 2)
+    jg(1.0)
+    jg(np.float64(1.0))  # a NumPy scalar is not weak: another signature
+    assert jg.cache_info().misses == 2
+    jh = tg.jit(lambda t: t[0])
+    jh((np.ones(2),))
+    jh([np.ones(2)])  # another pytree structure: re-traces, does not crash
+    assert jh.cache_info().misses == 2
+
+
+def test_python_scalars_keep_numpy_promotion():
+    jf = tg.jit(lambda x, s: x * s)
+    x = np.ones(3, np.float32)
+    assert jf(x, 2.5).dtype == np.float32  # a weak Python float does not widen float32
+    assert jf(x, np.float64(2.5)).dtype == np.float64
+
+
+def test_retrace_warning():
+    jf = tg.jit(lambda x: x + 1.0)
+    with pytest.warns(RetraceWarning, match="traced 10 times"):
+        for n in range(RETRACE_WARNING_AFTER):
+            jf(np.ones(n + 1))
+
+
+def test_closed_over_arrays_are_captured_at_trace_time():
+    w = np.ones(3)
+    jf = tg.jit(lambda x: x * w)
+    np.testing.assert_array_equal(jf(np.ones(3)), np.ones(3))
+    w[:] = 5.0  # documented: the cached entry keeps the value it was traced with
+    np.testing.assert_array_equal(jf(np.ones(3)), np.ones(3))
+
+
+def test_backends_agree_bit_for_bit():
+    def f(x):
+        return np.sum(np.sin(x) ** 2 + np.exp(-x)) / x.size
+
+    x = np.linspace(-1, 1, 7, dtype=np.float32)
+    a = tg.jit(f)(x)
+    b = tg.jit(f, backend="interpret")(x)
+    np.testing.assert_array_equal(a, b, strict=True)
+    np.testing.assert_array_equal(a, f(x), strict=True)
+
+
+def test_lower_gives_the_graph_and_the_source():
+    lowered = tg.jit(lambda x: np.sin(x) * 2.0).lower(np.ones(3))
+    assert isinstance(lowered.graph, tg.Graph)
+    assert "np.sin" in lowered.source and "def " in lowered.source
+    assert lowered.memory >= 0
+
+
+@pytest.mark.parametrize(
+    "compose", ["jit_grad", "grad_jit", "vmap_jit", "jit_vmap", "jit_hessian", "jvp_jit"]
+)
+def test_jit_composes_with_every_transform(compose):
+    a = np.array([[1.0, 0.5], [-0.3, 2.0]])
+
+    def f(x):
+        return np.sum(np.tanh(a @ x) ** 2)
+
+    x = np.array([0.3, -0.8])
+    if compose == "jit_grad":
+        got, want = tg.jit(tg.grad(f))(x), tg.grad(f)(x)
+    elif compose == "grad_jit":
+        got, want = tg.grad(tg.jit(f))(x), tg.grad(f)(x)
+    elif compose == "vmap_jit":
+        xs = np.stack([x, 2 * x])
+        got, want = tg.vmap(tg.jit(f))(xs), np.array([f(x), f(2 * x)])
+    elif compose == "jit_vmap":
+        xs = np.stack([x, 2 * x])
+        got, want = tg.jit(tg.vmap(f))(xs), np.array([f(x), f(2 * x)])
+    elif compose == "jit_hessian":
+        got, want = tg.jit(tg.hessian(f))(x), tg.hessian(f)(x)
+    else:
+        got = tg.jvp(tg.jit(f), (x,), (np.ones(2),))[1]
+        want = tg.jvp(f, (x,), (np.ones(2),))[1]
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+def test_grad_of_jit_reuses_the_cache():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return np.sum(x**3)
+
+    jf = tg.jit(f)
+    g = tg.grad(jf)
+    for _ in range(3):
+        np.testing.assert_allclose(g(np.array([1.0, 2.0])), [3.0, 12.0])
+    assert len(calls) == 1
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body, what",
+    [
+        (lambda x: x if x > 0 else -x, "bool()"),
+        (lambda x: int(x), "int()"),
+        (lambda x: float(x), "float()"),
+        (lambda x: np.zeros((x, 2)), "shape"),
+        (lambda x: [1.0 for _ in range(x)], "shape"),
+    ],
+)
+def test_concretization_errors_name_the_operation_line_and_fix(body, what):
+    with pytest.raises(tg.ConcretizationError) as info:
+        tg.jit(body)(np.int64(3) if what == "shape" else 1.0)
+    msg = str(info.value)
+    assert what.split("(")[0] in msg
+    assert "test_jit.py:" in msg  # the user's source line
+    assert "static_argnums" in msg and "where" in msg
+
+
+def test_boolean_mask_under_jit_is_a_concretization_error():
+    with pytest.raises(tg.ConcretizationError, match="boolean"):
+        tg.jit(lambda x: x[x > 0])(np.array([1.0, -1.0]))
+
+
+def test_static_argnums_fix_control_flow():
+    jf = tg.jit(lambda x, n: x * n if n > 2 else -x, static_argnums=1)
+    np.testing.assert_array_equal(jf(np.ones(2), 3), [3.0, 3.0])
+    np.testing.assert_array_equal(jf(np.ones(2), 1), [-1.0, -1.0])
+
+
+def test_unhashable_static_argument():
+    with pytest.raises(TypeError, match=r"static argument 1 has the unhashable type list"):
+        tg.jit(lambda x, s: x, static_argnums=1)(np.ones(2), [1, 2])
+
+
+def test_static_argnums_out_of_range():
+    with pytest.raises(ValueError, match=r"static_argnums=\(3,\) refers to argument 3"):
+        tg.jit(lambda x: x, static_argnums=3)(np.ones(2))
+
+
+def test_wrong_argument_count_is_the_functions_own_error():
+    with pytest.raises(TypeError, match="positional argument"):
+        tg.jit(lambda x, y: x + y)(np.ones(2))
+
+
+def test_non_array_argument_suggests_static_argnums():
+    with pytest.raises(TypeError, match="static_argnums"):
+        tg.jit(lambda x, s: x)(np.ones(2), "label")
+
+
+def test_escaped_tracer_under_jit():
+    leaked = []
+
+    def f(x):
+        leaked.append(x)
+        return x + 1.0
+
+    tg.jit(f)(np.ones(2))
+    with pytest.raises(tg.EscapedTracerError):
+        leaked[0] * 2.0
+
+
+def test_bad_backend():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        tg.jit(lambda x: x, backend="cuda")
