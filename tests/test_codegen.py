@@ -696,3 +696,24 @@ def test_unknown_layouts_are_not_mixed():
         expected = [(xv if other is x else yv @ yv) * 2.0, yv @ yv]
         assert_bitwise_equal(got, expected)
         _same_layouts(got, expected)
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scalar_arithmetic_written_as_operators_keeps_the_bits(dtype):
+    # 0-d arithmetic is emitted as Python operators (NumPy's scalar fast path): every pair of
+    # special values must give the ufunc's bits, with a weak Python scalar on either side too
+    specials = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-45, 3.0e38]
+
+    def f(x, y):
+        return (x + y, x - y, x * y, x / y, -x, x * 2.5, 2.5 / x, x - 0.0, 0.0 - x)
+
+    for a in specials:
+        for b in specials:
+            x, y = dtype(a), dtype(b)
+            graph = tg.make_graph(f)(x, y)
+            assert "(a + b)" in source(graph)  # the operator form is what runs
+            compiled = compile_graph(graph)
+            got = compiled.fn(x, y)
+            assert_bitwise_equal(list(got), list(f(x, y)))
+            assert_bitwise_equal(list(got), list(graph(x, y)))

@@ -285,12 +285,21 @@ def jit(
         cache key; the rest must be arrays or Python scalars (pytrees of them).
       backend: "codegen" (generated NumPy source) or "interpret" (the IR interpreter on the
         same simplified graph).
-      donate_argnums: arguments whose buffers the caller gives up (as in JAX).
+      donate_argnums: arguments whose buffers the caller gives up (as in JAX). Accepted and
+        checked; the generated code does not write into them yet (it reuses its own dead
+        temporaries instead), so donated arrays are left intact, as JAX does on backends
+        that cannot use a donation.
     """
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
     if backend not in _BACKENDS:
         raise ValueError(f"jit: backend must be one of {_BACKENDS}, got {backend!r}")
+    overlap = set(static) & set(donate)
+    if overlap:
+        raise ValueError(
+            f"jit: argument(s) {sorted(overlap)} are both static and donated; a static argument "
+            "is a Python value with no buffer to donate"
+        )
     if f is None:
         return lambda g: Jitted(g, static, backend, donate)
     if not callable(f):

@@ -203,3 +203,12 @@ def test_escaped_tracer_under_jit():
 def test_bad_backend():
     with pytest.raises(ValueError, match="backend must be one of"):
         tg.jit(lambda x: x, backend="cuda")
+
+
+def test_donate_argnums_is_checked_and_leaves_inputs_intact():
+    with pytest.raises(ValueError, match="both static and donated"):
+        tg.jit(lambda x, n: x, static_argnums=1, donate_argnums=1)
+    x = np.ones(3)
+    out = tg.jit(lambda x: x * 2.0, donate_argnums=0)(x)
+    np.testing.assert_array_equal(out, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(x, [1.0, 1.0, 1.0])
