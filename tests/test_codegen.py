@@ -112,7 +112,9 @@ def test_buffer_reuse_keeps_numpy_layouts_for_inputs_in_any_layout(dtype, data):
     _same_layouts(got, interpreted)
 
 
-# derivatives at kinks (std of a constant) are inf/NaN on both sides: compared bitwise
+# Derivatives at kinks (std of a constant) are inf/NaN on both sides: compared bitwise, except
+# which NaN survives where two NaNs meet (NumPy's scalar path, which the code generator uses
+# for 0-d arithmetic, and its ufunc path keep different ones: see assert_bitwise_equal).
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 @FLOATS
 @given(data=st.data())
@@ -122,7 +124,7 @@ def test_gradient_graphs_codegen_equals_interpreter(dtype, data):
     argnums = tuple(range(len(args)))
     graph = tg.make_graph(tg.grad(program.fn, argnums=argnums))(*args)
     got, expected = _run_both(graph, args)
-    assert_bitwise_equal(got, expected)
+    assert_bitwise_equal(got, expected, nan_payloads=False)
     _same_kinds(got, expected)
 
 
@@ -133,10 +135,10 @@ def test_value_and_grad_graphs_codegen_equals_interpreter(data):
     args = program.draw_inputs(data)
     graph = tg.make_graph(tg.value_and_grad(program.fn))(*args)
     got, expected = _run_both(graph, args)
-    assert_bitwise_equal(got, expected)
+    assert_bitwise_equal(got, expected, nan_payloads=False)
 
 
-# derivatives at kinks (std of a constant) are inf/NaN on both sides: compared bitwise
+# (see test_gradient_graphs_codegen_equals_interpreter on NaNs)
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 @FLOATS
 @given(data=st.data())
@@ -152,7 +154,7 @@ def test_simplified_graphs_codegen_equals_interpreter_and_numpy(dtype, data):
     assert_bitwise_equal(got, [run_numpy(program, args)])
     grads = simplify(tg.make_graph(tg.grad(program.fn, argnums=tuple(range(len(args)))))(*args))
     got, expected = _run_both(grads, args)
-    assert_bitwise_equal(got, expected)
+    assert_bitwise_equal(got, expected, nan_payloads=False)
     _same_layouts(got, expected)
 
 
@@ -717,3 +719,14 @@ def test_scalar_arithmetic_written_as_operators_keeps_the_bits(dtype):
             got = compiled.fn(x, y)
             assert_bitwise_equal(list(got), list(f(x, y)))
             assert_bitwise_equal(list(got), list(graph(x, y)))
+
+
+def test_which_nan_survives_is_the_only_freedom():
+    # two NaNs of opposite sign meet: the scalar operator and the ufunc keep different ones
+    k = np.float32(np.inf) * np.float32(0.0)
+    graph = tg.make_graph(lambda k: k + (-k))(k)
+    got, expected = _run_both(graph, [k])
+    assert np.isnan(got[0]) and np.isnan(expected[0])
+    assert_bitwise_equal(got, expected, nan_payloads=False)
+    with pytest.raises(AssertionError):  # the strict form still sees the payload
+        assert_bitwise_equal([np.float32(np.nan)], [-np.float32(np.nan)])

@@ -392,10 +392,72 @@ class _Code:
         return "\n".join(lines) + "\n"
 
 
+def _plan_donations(graph: Graph, donated: frozenset[int]) -> dict[Node, Node]:
+    """`{node: donated input it writes into}`: the caller gave these input buffers up.
+
+    A node qualifies when it is a plain ufunc, it is the last reader of the donated input, its
+    result has the input's shape and dtype, the result is only returned (so its memory
+    layout, the input's, cannot change a later reduction's bits), and no view of the input
+    is read at or after it. This is the parameter update of a training step (`w - lr * g`):
+    it then happens in place.
+    """
+    if not donated:
+        return {}
+    fam = _families()
+    last = last_use(graph)
+    n = len(graph.nodes)
+    pos = {node: i for i, node in enumerate(graph.nodes)}
+    returned_only = {e.node for e in graph.outputs}
+    for node in graph.nodes:
+        for e in node.inputs:
+            returned_only.discard(e.node)
+    out_counts: dict[Node, int] = {}
+    for e in graph.outputs:
+        out_counts[e.node] = out_counts.get(e.node, 0) + 1
+    # views of each input: their last reads count as reads of the input
+    view_last: dict[Node, int] = {}
+    base_of: dict[Node, Node] = {}
+    for node in graph.nodes:
+        if node.prim.view_of is not None and node.inputs:
+            src = node.inputs[node.prim.view_of].node
+            base = base_of.get(src, src)
+            base_of[node] = base
+            view_last[base] = max(view_last.get(base, -1), last.get(node, pos[node]))
+    plan: dict[Node, Node] = {}
+    taken: set[Node] = set()
+    for i, e in enumerate(graph.inputs):
+        if i not in donated or not is_float_aval(e.aval):
+            continue
+        arg = e.node
+        j = last.get(arg)
+        if j is None or j >= n or view_last.get(arg, -1) > j:
+            continue
+        node = graph.nodes[j]
+        if (
+            node.prim in fam.takers
+            and node not in plan
+            and node in returned_only
+            and out_counts.get(node) == 1
+            and arg not in taken
+            and node.out_avals[0] == e.aval.strengthen()
+            and e.aval.shape
+            and all(x.node is not arg for x in graph.outputs)
+        ):
+            plan[node] = arg
+            taken.add(arg)
+    return plan
+
+
+def is_float_aval(aval) -> bool:
+    return aval.dtype.kind in "fc"
+
+
 class _Generator:
-    def __init__(self, graph: Graph, reuse_buffers: bool):
+    def __init__(self, graph: Graph, reuse_buffers: bool, donated: frozenset[int] = frozenset()):
         self.graph = graph
         self.plan = _plan_buffers(graph) if reuse_buffers else {}
+        for node, arg in _plan_donations(graph, donated).items():
+            self.plan.setdefault(node, arg)
         self.names = node_names(graph)
         self.inputs = {e.node for e in graph.inputs}
         self.literals: dict[Node, str] = {}
@@ -600,9 +662,15 @@ def _scalar_operator(node: Node, args: list[str]) -> str | None:
     return f"({args[0]} {op} {args[1]})"
 
 
-def compile_graph(graph: Graph, reuse_buffers: bool = True) -> Compiled:
-    """Generate, compile (once) and load the Python function of `graph` (see `source`)."""
-    code = _Generator(graph, reuse_buffers).generate()
+def compile_graph(
+    graph: Graph, reuse_buffers: bool = True, donated: frozenset[int] = frozenset()
+) -> Compiled:
+    """Generate, compile (once) and load the Python function of `graph` (see `source`).
+
+    `donated`: positions of inputs whose buffers the caller gives up (`jit`'s
+    `donate_argnums`); a final elementwise update of such an input is written into it.
+    """
+    code = _Generator(graph, reuse_buffers, frozenset(donated)).generate()
     text = code.text()
     filename = f"<tracegrad-codegen {code.name}-{next(_serial)}>"
     # registered before compiling, so even a SyntaxError shows its line

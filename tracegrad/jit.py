@@ -67,13 +67,14 @@ def _leaf_aval(x) -> Aval:
 class _Entry:
     """One cached signature: the simplified graph and how to run it."""
 
-    __slots__ = ("graph", "run", "out_tree", "compiled", "captured")
+    __slots__ = ("graph", "run", "out_tree", "compiled", "captured", "donated")
 
-    def __init__(self, graph: Graph, run, out_tree, compiled, captured=()):
+    def __init__(self, graph: Graph, run, out_tree, compiled, captured=(), donated=()):
         self.graph = graph
         self.run = run
         self.out_tree = out_tree
         self.compiled = compiled
+        self.donated = donated  # flat positions of donated arrays (checked on every call)
         # outer tracers the graph reads (f closed over them): such an entry is not cached
         self.captured = captured
 
@@ -148,8 +149,39 @@ class Jitted:
         if entry.run is None or any(isinstance(x, Tracer) for x in flat):
             outs = self._inline(entry, args, kwargs, statics, flat)
         else:
+            if entry.donated:
+                self._check_donated(flat, entry.donated)
             outs = entry.run(*flat)
         return tree.unflatten(entry.out_tree, outs)
+
+    def _check_donated(self, flat, positions) -> None:
+        for p in positions:
+            x = flat[p]
+            if type(x) is not np.ndarray or not x.flags.writeable:
+                raise ValueError(
+                    f"jit({self.name}): a donated argument (leaf {p}) must be a writeable NumPy "
+                    f"array, got {type(x).__name__}"
+                    + (" (read-only)" if isinstance(x, np.ndarray) else "")
+                    + "; pass a fresh array or drop donate_argnums"
+                )
+
+    def _donated_positions(self, args, statics) -> tuple[int, ...]:
+        """Flat input positions of the leaves of the donated positional arguments."""
+        if not self.donate_argnums:
+            return ()
+        static_idx = set(statics[0]) if statics else set()
+        n = len(args) + len(static_idx)
+        wanted = {i % n for i in self.donate_argnums if -n <= i < n}
+        positions, offset, dyn = [], 0, 0
+        for i in range(n):
+            if i in static_idx:
+                continue
+            count = len(tree.leaves(args[dyn]))
+            if i in wanted:
+                positions.extend(range(offset, offset + count))
+            offset += count
+            dyn += 1
+        return tuple(positions)
 
     def _split_static(self, args):
         n = len(args)
@@ -202,10 +234,11 @@ class Jitted:
         from tracegrad.transforms.simplify import simplify
 
         graph = simplify(traced.graph)
+        donated = self._donated_positions(args, statics)
         if self.backend == "codegen":
             from tracegrad.codegen import compile_graph
 
-            compiled = compile_graph(graph)
+            compiled = compile_graph(graph, donated=frozenset(donated))
             run = compiled.fn
         else:
             compiled = None
@@ -213,7 +246,7 @@ class Jitted:
             def run(*flat_args, _graph=graph):
                 return eval_graph(_graph, flat_args)
 
-        entry = _Entry(graph, run, out_tree, compiled)
+        entry = _Entry(graph, run, out_tree, compiled, donated=donated)
         self._cache[key] = entry
         return entry
 
@@ -285,10 +318,9 @@ def jit(
         cache key; the rest must be arrays or Python scalars (pytrees of them).
       backend: "codegen" (generated NumPy source) or "interpret" (the IR interpreter on the
         same simplified graph).
-      donate_argnums: arguments whose buffers the caller gives up (as in JAX). Accepted and
-        checked; the generated code does not write into them yet (it reuses its own dead
-        temporaries instead), so donated arrays are left intact, as JAX does on backends
-        that cannot use a donation.
+      donate_argnums: arguments whose buffers the caller gives up (as in JAX): the generated
+        code may write outputs into them (a training step then updates its parameters in
+        place). Donated arrays must be writeable NumPy arrays; do not use them after the call.
     """
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
