@@ -40,6 +40,12 @@ print(tg.make_graph(f)(np.ones(3)))
 print("\nThe graph of grad(f):")
 print(tg.make_graph(tg.grad(f))(np.ones(3)))
 
+# jit: trace once per signature, simplify, and run generated NumPy code.
+step = tg.jit(tg.value_and_grad(loss))
+value, g = step(w, x, y)
+print("\nThe NumPy code jit generated for value_and_grad(loss):")
+print(step.lower(w, x, y).source)
+
 # vjp: f runs once, vjp_fn runs only the backward graph, as often as you like.
 out, vjp_fn = tg.vjp(np.sin, np.array([0.0, 1.0]))
 print("\nvjp of sin at [0, 1] with cotangent 1:", vjp_fn(np.ones(2))[0])
