@@ -7,7 +7,6 @@ with finite differences.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import numpy as np
@@ -29,7 +28,6 @@ from tracegrad.testing import (
 DTYPES = pytest.mark.parametrize(
     "dtype", [np.float32, np.float64, "mixed"], ids=["float32", "float64", "mixed"]
 )
-has_serialize = importlib.util.find_spec("tracegrad.ir.serialize") is not None
 
 
 # Known tracegrad bugs that random programs find, each reproduced by a test_known_issue_*
@@ -69,7 +67,6 @@ def test_scalar_programs_equal_numpy_bitwise(data):
     assert_bitwise_equal(run_traced(program, args), expected)
 
 
-@pytest.mark.skipif(not has_serialize, reason="tracegrad.ir.serialize (dumps/loads) is missing")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 @given(data=st.data())
 def test_json_round_trip_keeps_printed_form_and_results(dtype, data):

@@ -15,7 +15,6 @@ from tests.primitives.samples_indexing import SAMPLES, draw_gather, draw_index
 from tracegrad.core import bind
 from tracegrad.numpy._indexing import parse_index
 from tracegrad.primitives import indexing as ix
-from tracegrad.primitives import shape as sp
 from tracegrad.tracing import trace_function
 
 DTYPES = st.sampled_from([np.float32, np.float64, np.int32])
@@ -306,8 +305,6 @@ def test_slice_jvp_matches_finite_differences(data, seed):
 
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_slice_vjp_matches_finite_differences(data, seed):
-    if not hasattr(sp, "pad_strided"):
-        pytest.skip("tracegrad.primitives.shape.pad_strided (slice's vjp) is not written yet")
     (x,), params = SAMPLES[ix.slice_p].draw(data, np.float64)
     rng = np.random.default_rng(seed)
     _fd_jvp_check(
