@@ -59,6 +59,15 @@ def _partial(f, args, kwargs, nums):
     return g
 
 
+def _prepare(f, args, kwargs, argnums, fname: str, api: str):
+    """(differentiated args, f of those only, their flat leaves, tree, avals), checked."""
+    nums = _argnums_tuple(argnums, len(args), fname, api)
+    _check_float_inputs(args, nums, fname, api)
+    diff = tuple(args[i] for i in nums)
+    in_flat, in_tree = tree.flatten(diff)
+    return diff, _partial(f, args, kwargs, nums), in_tree, [_aval(x) for x in in_flat]
+
+
 def _check_float_outputs(out_flat, fname, api):
     for k, o in enumerate(out_flat):
         if not is_float(_aval(o).dtype):
@@ -76,10 +85,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
 
     @functools.wraps(f)
     def jac(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), fname, "jacrev")
-        _check_float_inputs(args, nums, fname, "jacrev")
-        diff = tuple(args[i] for i in nums)
-        g = _partial(f, args, kwargs, nums)
+        diff, g, in_tree, in_avals = _prepare(f, args, kwargs, argnums, fname, "jacrev")
         if has_aux:
             out, vjp_fn, aux = vjp(g, *diff, has_aux=True)
         else:
@@ -87,8 +93,6 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
         out_flat, out_tree = tree.flatten(out)
         _check_float_outputs(out_flat, fname, "jacrev")
         out_avals = [_aval(o) for o in out_flat]
-        in_flat, in_tree = tree.flatten(diff)
-        in_avals = [_aval(x) for x in in_flat]
         rows = vmap(lambda *ct: vjp_fn(tree.unflatten(out_tree, ct)))(*_basis(out_avals))
         rows_flat = tree.leaves(rows)  # one (n_out_total,) + in.shape array per input leaf
         per_input = [_split_rows(r, out_avals) for r in rows_flat]
@@ -112,12 +116,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
 
     @functools.wraps(f)
     def jac(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), fname, "jacfwd")
-        _check_float_inputs(args, nums, fname, "jacfwd")
-        diff = tuple(args[i] for i in nums)
-        g = _partial(f, args, kwargs, nums)
-        in_flat, in_tree = tree.flatten(diff)
-        in_avals = [_aval(x) for x in in_flat]
+        diff, g, in_tree, in_avals = _prepare(f, args, kwargs, argnums, fname, "jacfwd")
 
         def push(*t):
             tangents = tree.unflatten(in_tree, t)

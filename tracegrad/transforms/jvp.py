@@ -12,26 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tracegrad.ir.graph import Edge, Graph, Node, const_p
-from tracegrad.ir.types import is_float
-from tracegrad.primitives.broadcasting import shape_of
-from tracegrad.primitives.elementwise import astype
 from tracegrad.transforms.partial import Split, linear_split
-from tracegrad.transforms.vjp import Reader
+from tracegrad.transforms.vjp import Reader, conform
 
 
 def _checked(t, aval, prim_name: str):
-    """A rule's tangent as the output needs it: None for non-float outputs, same dtype."""
-    if t is None or not is_float(aval.dtype):
-        return None
-    if shape_of(t) != aval.shape:
-        raise ValueError(
-            f"internal error: the jvp of {prim_name} produced a tangent of shape "
-            f"{shape_of(t)} for a value of shape {aval.shape}"
-        )
-    dtype = getattr(t, "dtype", None)
-    if dtype is None or dtype != aval.dtype:
-        t = astype(t, aval.dtype)
-    return t
+    return conform(t, aval, "jvp", prim_name)
 
 
 def tangent_pass(graph: Graph, read: Reader, tangents: Sequence) -> list:

@@ -49,17 +49,9 @@ class Cotangents:
         bar = force(bar)
         if bar is None:
             return
-        aval = edge.node.out_avals[edge.index]
-        if not is_float(aval.dtype):
+        bar = conform(bar, edge.node.out_avals[edge.index], "vjp", edge.node.prim.name)
+        if bar is None:
             return
-        if shape_of(bar) != aval.shape:
-            raise ValueError(
-                f"internal error: the vjp of {edge.node.prim.name} produced a cotangent of shape "
-                f"{shape_of(bar)} for a value of shape {aval.shape}"
-            )
-        dtype = getattr(bar, "dtype", None)
-        if dtype is None or dtype != aval.dtype:
-            bar = astype(bar, aval.dtype)
         node = edge.node
         if node.prim.multiple_results:
             slots = self.bars.get(node)
@@ -76,6 +68,24 @@ class Cotangents:
         if bar is not None and node.prim.multiple_results:
             return None if all(b is None for b in bar) else tuple(bar)
         return bar
+
+
+def conform(value, aval, rule: str, prim_name: str):
+    """A derivative value as the value it belongs to needs it: None for integer and bool
+    values (they carry no derivative), the same shape (a rule's mistake otherwise), and the
+    same dtype (a float32 value gets a float32 tangent or cotangent)."""
+    if value is None or not is_float(aval.dtype):
+        return None
+    if shape_of(value) != aval.shape:
+        kind = "cotangent" if rule == "vjp" else "tangent"
+        raise ValueError(
+            f"internal error: the {rule} of {prim_name} produced a {kind} of shape "
+            f"{shape_of(value)} for a value of shape {aval.shape}"
+        )
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or dtype != aval.dtype:
+        value = astype(value, aval.dtype)
+    return value
 
 
 def force(bar):

@@ -27,9 +27,7 @@ def batch_pass(graph: Graph, args: Sequence, dims: Sequence[int | None]) -> tupl
         else:
             vals, ds = [], []
             for e in node.inputs:
-                v, d = env[e.node] if e.node in env else (e.node.params["value"], None)
-                if e.node.prim.multiple_results:
-                    v, d = v[e.index], d[e.index]
+                v, d = _read(env, e)
                 vals.append(v)
                 ds.append(d)
             if all(d is None for d in ds):
@@ -47,9 +45,15 @@ def batch_pass(graph: Graph, args: Sequence, dims: Sequence[int | None]) -> tupl
             del env[dead]
     outs, out_dims = [], []
     for e in graph.outputs:
-        v, d = env[e.node] if e.node in env else (e.node.params["value"], None)
-        if e.node.prim.multiple_results:
-            v, d = v[e.index], d[e.index]
+        v, d = _read(env, e)
         outs.append(v)
         out_dims.append(d)
     return outs, out_dims
+
+
+def _read(env, e):
+    """(value, batch axis) of edge `e` (a constant not listed in the graph is unbatched)."""
+    v, d = env[e.node] if e.node in env else (e.node.params["value"], None)
+    if e.node.prim.multiple_results:
+        v, d = v[e.index], d[e.index]
+    return v, d
