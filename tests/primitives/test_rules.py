@@ -95,17 +95,24 @@ def _scale(*arrays):
     return max([1.0] + [float(np.max(np.abs(a))) for a in arrays if np.size(a)])
 
 
-@pytest.mark.parametrize("prim", DIFFERENTIABLE, ids=str)
-@given(data=st.data(), seed=st.integers(0, 2**32 - 1))
-def test_vjp_matches_finite_differences(prim, data, seed):
+def _problem(prim, data, seed):
+    """f (the primitive of its float arguments), those arguments, and random directions:
+    u like the outputs, v and w like the inputs."""
     args, params = SAMPLES[prim].draw(data, np.float64)
     pos = _float_positions(args)
     f = _partial(prim, params, args, pos)
     xs = [args[i] for i in pos]
     rng = np.random.default_rng(seed)
-    out = f(*xs)
-    us = [_random_like(rng, o) for o in _outs(prim, out)]
+    us = [_random_like(rng, o) for o in _outs(prim, f(*xs))]
     vs = [_random_like(rng, x) for x in xs]
+    ws = [_random_like(rng, x) for x in xs]
+    return f, xs, us, vs, ws
+
+
+@pytest.mark.parametrize("prim", DIFFERENTIABLE, ids=str)
+@given(data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_vjp_matches_finite_differences(prim, data, seed):
+    f, xs, us, vs, _ = _problem(prim, data, seed)
     _, vjp_fn = tg.vjp(f, *xs)
     bars = vjp_fn(tuple(us) if prim.multiple_results else us[0])
     lhs = sum(float(np.sum(b * v)) for b, v in zip(bars, vs))
@@ -123,15 +130,7 @@ def test_vjp_matches_finite_differences(prim, data, seed):
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_second_order_matches_finite_differences(prim, data, seed):
     """d/dt <grad_x <u, f(x + t w)>, v> against the nested grad of the same expression."""
-    args, params = SAMPLES[prim].draw(data, np.float64)
-    pos = _float_positions(args)
-    f = _partial(prim, params, args, pos)
-    xs = [args[i] for i in pos]
-    rng = np.random.default_rng(seed)
-    out = f(*xs)
-    us = [_random_like(rng, o) for o in _outs(prim, out)]
-    vs = [_random_like(rng, x) for x in xs]
-    ws = [_random_like(rng, x) for x in xs]
+    f, xs, us, vs, ws = _problem(prim, data, seed)
     argnums = tuple(range(len(xs)))
 
     def first(*xs_):  # <J(x)^T u, v>, a scalar function of x
