@@ -28,7 +28,7 @@ from tracegrad.interpret import eval_graph
 from tracegrad.ir.analysis import peak_bytes
 from tracegrad.ir.graph import Graph
 from tracegrad.ir.types import Aval, aval_of
-from tracegrad.tracing import trace_flat
+from tracegrad.tracing import split_static, trace_flat
 
 logger = logging.getLogger("tracegrad.jit")
 
@@ -169,7 +169,7 @@ class Jitted:
         """Flat input positions of the leaves of the donated positional arguments."""
         if not self.donate_argnums:
             return ()
-        static_idx = set(statics[0]) if statics else set()
+        static_idx = {i for i, _ in statics}
         n = len(args) + len(static_idx)
         wanted = {i % n for i in self.donate_argnums if -n <= i < n}
         positions, offset, dyn = [], 0, 0
@@ -184,16 +184,9 @@ class Jitted:
         return tuple(positions)
 
     def _split_static(self, args):
-        n = len(args)
-        for i in self.static_argnums:
-            if not -n <= i < n:
-                raise ValueError(
-                    f"jit({self.name}): static_argnums={self.static_argnums} refers to argument "
-                    f"{i}, but the function was called with {n} positional arguments"
-                )
-        static_idx = {i % n for i in self.static_argnums}
-        statics = tuple(args[i] for i in sorted(static_idx))
-        for i, v in zip(sorted(static_idx), statics):
+        """((index, value) pairs of the static arguments, the other arguments)."""
+        pairs, dyn, _ = split_static(args, self.static_argnums, f"jit({self.name})")
+        for i, v in pairs:
             try:
                 hash(v)
             except TypeError:
@@ -202,18 +195,15 @@ class Jitted:
                     f"{type(v).__name__}; static arguments are part of the cache key, so pass "
                     "a hashable value (a tuple instead of a list), or make it a traced argument"
                 ) from None
-        dyn = tuple(a for i, a in enumerate(args) if i not in static_idx)
-        return (tuple(sorted(static_idx)), statics), dyn
+        return pairs, dyn
 
-    def _merge(self, statics, dyn):
+    @staticmethod
+    def _merge(statics, dyn):
         if not statics:
             return dyn
-        idx, vals = statics
-        out, it = [], iter(dyn)
-        static = dict(zip(idx, vals))
-        for i in range(len(dyn) + len(idx)):
-            out.append(static[i] if i in static else next(it))
-        return tuple(out)
+        static = dict(statics)
+        it = iter(dyn)
+        return tuple(static[i] if i in static else next(it) for i in range(len(dyn) + len(static)))
 
     def _compile(self, key, args, kwargs, flat, treedef, statics) -> _Entry:
         self._misses += 1
