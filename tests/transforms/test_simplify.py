@@ -7,8 +7,6 @@ have no NumPy twin), node counts from `graph.stats()`, and `verify` after every 
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -573,13 +571,10 @@ def _chain(n: int, prim) -> Graph:
 
 def test_a_long_chain_simplifies_without_recursion():
     n = 100_000
-    start = time.perf_counter()
     negs = simplify(_chain(n, ew.negative_p))  # pairs cancel: sin(x) or -sin(x) is left
     sins = simplify(_chain(n, ew.sin_p))  # nothing to do: the same graph back
-    elapsed = time.perf_counter() - start
     assert negs.stats()["total"] <= 2
     assert len(sins.nodes) == n
-    assert elapsed < 10, elapsed
     assert_bitwise_equal(negs(0.5), _chain(n, ew.negative_p)(0.5))
 
 
