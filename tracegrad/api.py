@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tracegrad import tree
-from tracegrad.core import Tracer
+from tracegrad.core import Tracer, current_trace
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.graph import Node, const_p
 from tracegrad.ir.types import Aval, aval_of, is_float
@@ -80,7 +80,7 @@ class _Run:
         self.traced = traced
         graph = traced.graph
         if is_nested(traced, flat_args):
-            graph = simplify(graph)
+            graph = simplified_level(graph, True)
             args = list(flat_args) + list(traced.captured)
             self.values = eval_graph(graph, args, keep_all=True)
         else:
@@ -98,6 +98,18 @@ class _Run:
 def is_nested(traced: Traced, flat_args: Sequence) -> bool:
     """Whether this call runs inside another transformation (its values are tracers)."""
     return bool(traced.captured) or any(isinstance(a, Tracer) for a in flat_args)
+
+
+def simplified_level(graph, nested: bool):
+    """A nested level's graph, simplified before it is differentiated so each level of a
+    nested derivative starts small; not when the enclosing trace is simplified as a whole
+    right after (jit), which would do the same work twice."""
+    if not nested:
+        return graph
+    outer = current_trace()
+    if outer is not None and outer.simplified_later:
+        return graph
+    return simplify(graph)
 
 
 def _trace(f, args: tuple, kwargs: dict, argnums: tuple[int, ...], fname: str):
@@ -226,7 +238,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     main_idx = tree.leaves(main)
     main_tree = tree.structure(main)
     nested = is_nested(traced, flat)
-    graph = simplify(traced.graph) if nested else traced.graph
+    graph = simplified_level(traced.graph, nested)
     wrt = [True] * len(flat) + [False] * len(traced.captured)
     split = vjp_graph(graph, wrt)
     args = list(flat) + list(traced.captured)

@@ -12,13 +12,12 @@ from collections.abc import Callable
 import numpy as np
 
 from tracegrad import tree
-from tracegrad.api import _fname, _Run, _split_aux, _to_output, is_nested
+from tracegrad.api import _fname, _Run, _split_aux, _to_output, is_nested, simplified_level
 from tracegrad.core import Tracer
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.types import aval_of, is_float
 from tracegrad.tracing import trace_flat
 from tracegrad.transforms.jvp import linearize_graph, tangent_pass
-from tracegrad.transforms.simplify import simplify
 
 
 def _aval(x):
@@ -99,7 +98,7 @@ def linearize(f: Callable, *primals):
     fname = _fname(f)
     traced, out_tree, flat, in_tree = _trace(f, primals, fname)
     nested = is_nested(traced, flat)
-    graph = simplify(traced.graph) if nested else traced.graph
+    graph = simplified_level(traced.graph, nested)
     split = linearize_graph(graph, [True] * len(flat) + [False] * len(traced.captured))
     args = list(flat) + list(traced.captured)
     fwd_out = eval_graph(split.forward, args, known=None if nested else traced.values)

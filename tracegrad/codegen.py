@@ -455,7 +455,10 @@ def is_float_aval(aval) -> bool:
 class _Generator:
     def __init__(self, graph: Graph, reuse_buffers: bool, donated: frozenset[int] = frozenset()):
         self.graph = graph
-        self.plan = _plan_buffers(graph) if reuse_buffers else {}
+        # one-element values are never reused (see _plan_buffers): skip planning for graphs
+        # of scalars, where it would be pure cost
+        any_arrays = any(a.size > 1 for n in graph.nodes for a in n.out_avals)
+        self.plan = _plan_buffers(graph) if reuse_buffers and any_arrays else {}
         for node, arg in _plan_donations(graph, donated).items():
             self.plan.setdefault(node, arg)
         self.names = node_names(graph)

@@ -58,8 +58,18 @@ class Trace:
     are kept per node in `values` until the transform that started the trace has used them.
     """
 
-    def __init__(self, parent: Trace | None, *, cse: bool = True, keep_values: bool = True):
+    def __init__(
+        self,
+        parent: Trace | None,
+        *,
+        cse: bool = True,
+        keep_values: bool = True,
+        simplified_later: bool = False,
+    ):
         self.parent = parent
+        # The graph this trace builds is simplified as a whole afterwards (jit): transforms
+        # nested directly inside need not simplify their own levels first.
+        self.simplified_later = simplified_later
         self.level = 0 if parent is None else parent.level + 1
         self.nodes: list[Node] = []
         self.values: dict[Node, object] = {}
@@ -239,12 +249,20 @@ def _weak_value(val, aval: Aval):
 class new_trace:
     """Context manager: a new innermost trace; on exit its tracers are dead (escape checks)."""
 
-    def __init__(self, *, cse: bool = True, keep_values: bool = True):
+    def __init__(
+        self, *, cse: bool = True, keep_values: bool = True, simplified_later: bool = False
+    ):
         self.cse = cse
         self.keep_values = keep_values
+        self.simplified_later = simplified_later
 
     def __enter__(self) -> Trace:
-        self.trace = Trace(_current_trace.get(), cse=self.cse, keep_values=self.keep_values)
+        self.trace = Trace(
+            _current_trace.get(),
+            cse=self.cse,
+            keep_values=self.keep_values,
+            simplified_later=self.simplified_later,
+        )
         self.token = _current_trace.set(self.trace)
         return self.trace
 

@@ -215,7 +215,7 @@ class Jitted:
             return self.f(*self._merge(statics, a), **k)
 
         traced, out_tree = trace_flat(
-            flat_fn, avals, concrete=False, name=self.name, in_tree=treedef
+            flat_fn, avals, concrete=False, name=self.name, in_tree=treedef, simplified_later=True
         )
         if traced.captured:
             # `f` closes over tracers of an enclosing transformation: the graph is valid for
