@@ -28,7 +28,7 @@ from tracegrad.interpret import eval_graph
 from tracegrad.ir.analysis import peak_bytes
 from tracegrad.ir.graph import Graph
 from tracegrad.ir.types import Aval, aval_of
-from tracegrad.tracing import split_static, trace_flat
+from tracegrad.tracing import merge_static, split_static, trace_flat
 
 logger = logging.getLogger("tracegrad.jit")
 
@@ -197,14 +197,6 @@ class Jitted:
                 ) from None
         return pairs, dyn
 
-    @staticmethod
-    def _merge(statics, dyn):
-        if not statics:
-            return dyn
-        static = dict(statics)
-        it = iter(dyn)
-        return tuple(static[i] if i in static else next(it) for i in range(len(dyn) + len(static)))
-
     def _compile(self, key, args, kwargs, flat, treedef, statics) -> _Entry:
         self._misses += 1
         self._log_retrace(key)
@@ -212,7 +204,7 @@ class Jitted:
 
         def flat_fn(*tracers):
             a, k = tree.unflatten(treedef, tracers)
-            return self.f(*self._merge(statics, a), **k)
+            return self.f(*merge_static(statics, a), **k)
 
         traced, out_tree = trace_flat(
             flat_fn, avals, concrete=False, name=self.name, in_tree=treedef, simplified_later=True

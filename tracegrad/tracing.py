@@ -102,11 +102,16 @@ def split_static(args: tuple, static_argnums: Sequence[int], fname: str):
     dyn = tuple(a for i, a in enumerate(args) if i not in static)
     statics = tuple((i, args[i]) for i in sorted(static))
 
-    def merge(dyn_args):
-        it = iter(dyn_args)
-        return tuple(dict(statics)[i] if i in static else next(it) for i in range(n))
+    return statics, dyn, lambda dyn_args: merge_static(statics, dyn_args)
 
-    return statics, dyn, merge
+
+def merge_static(statics: tuple, dyn_args: tuple) -> tuple:
+    """The full positional arguments from `(index, value)` static pairs and the rest."""
+    if not statics:
+        return tuple(dyn_args)
+    static = dict(statics)
+    it = iter(dyn_args)
+    return tuple(static[i] if i in static else next(it) for i in range(len(dyn_args) + len(static)))
 
 
 def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., Graph]:
