@@ -43,10 +43,31 @@ def bind(prim: Primitive, *args, **params):
     trace = _current_trace.get()
     if trace is not None:
         return trace.bind(prim, args, params)
+    return bind_eager(prim, args, params)
+
+
+def bind_eager(prim: Primitive, args, params):
+    """`prim` on values; a `Boxed` argument (the shim's Tensor) takes over the call."""
     for a in args:
-        if isinstance(a, Tracer):
-            a._escaped(prim.name)
+        if isinstance(a, Boxed):
+            return a._bind_eager(prim, args, params)
     return prim.impl(*args, **params)
+
+
+class Boxed(NDArrayOperatorsMixin):
+    """A value that records the operations applied to it: a `Tracer` inside a trace, or the
+    shim's eager `Tensor`. NumPy functions reach tracegrad through it, and `bind` hands it any
+    call it takes part in outside a trace (`_bind_eager`). The NumPy-facing wrappers test for
+    this class, not for `Tracer`, so both kinds pass through them unconverted."""
+
+    __slots__ = ()
+
+    def _bind_eager(self, prim: Primitive, args, params):
+        raise NotImplementedError
+
+    def _constant_value(self):
+        """The value to use when this object meets tracers in a trace (a Tensor: its array)."""
+        raise NotImplementedError
 
 
 class Trace:
@@ -148,11 +169,14 @@ class Trace:
                     concrete = False
                 vals.append(a.val)
             else:
+                if isinstance(a, Boxed):  # a shim Tensor inside a trace is a constant array
+                    a = a._constant_value()
                 edges.append(None)
                 vals.append(a)
         if not has_tracer:
-            # Nothing traced flows in: a constant computation, evaluated now (folded).
-            return prim.impl(*args, **params)
+            # Nothing traced flows in: a constant computation, evaluated now (folded), or an
+            # eager Tensor operation that records itself.
+            return bind_eager(prim, args, params)
         for i, e in enumerate(edges):
             if e is None:
                 edges[i] = self.const_edge(vals[i])
@@ -287,7 +311,7 @@ def _numpy_dispatch():
 _dispatch = None
 
 
-class Tracer(NDArrayOperatorsMixin):
+class Tracer(Boxed):
     """A value inside a trace: an edge of the graph being built, its aval, and (when concrete)
     its value. Operators and NumPy functions on a tracer record nodes."""
 
@@ -356,6 +380,12 @@ class Tracer(NDArrayOperatorsMixin):
             "use tracegrad.numpy.where, or build the array with tracegrad.numpy.concatenate/stack"
         )
 
+    def _bind_eager(self, prim, args, params):
+        self._escaped(prim.name)
+
+    def _constant_value(self):
+        self._escaped(None)
+
     # -- conversions: concrete values answer, abstract ones raise -----------------------------
     def _concrete(self, what: str):
         self._check_alive(what)
@@ -423,6 +453,7 @@ def is_tracer(x) -> bool:
 
 
 __all__ = [
+    "Boxed",
     "ConcretizationError",
     "EscapedTracerError",
     "Trace",

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from tracegrad.core import Tracer
+from tracegrad.core import Boxed
 
 
 def asarray_or_tracer(x):
     """Tracers and arrays as they are; Python scalars kept (weak); lists become arrays."""
-    if isinstance(x, Tracer | np.ndarray | np.generic | bool | int | float | complex):
+    if isinstance(x, Boxed | np.ndarray | np.generic | bool | int | float | complex):
         return x
     return np.asarray(x)
 

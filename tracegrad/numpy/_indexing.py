@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from tracegrad.core import Tracer
+from tracegrad.core import Boxed, Tracer
 from tracegrad.errors import ConcretizationError, user_frame_location
 from tracegrad.numpy._common import asarray_or_tracer, ndim_of, shape_of
 from tracegrad.primitives import elementwise as ew
@@ -30,6 +30,8 @@ _VALID = (
 
 def _mask_value(item, x_shape):
     """The concrete value of a boolean mask, or ConcretizationError under abstract tracing."""
+    if isinstance(item, Boxed) and not isinstance(item, Tracer):
+        return np.asarray(item._constant_value())
     if isinstance(item, Tracer):
         if item.val is None:
             raise ConcretizationError(
@@ -56,7 +58,7 @@ def _as_index_item(item):
         return ("mask", item)
     if isinstance(item, int | np.integer):
         return ("int", int(item))
-    if isinstance(item, Tracer):
+    if isinstance(item, Boxed):
         kind = item.dtype.kind
         if kind == "b":
             return ("mask", item)
@@ -204,7 +206,7 @@ def _basic(x, x_shape, items):
 
 
 def _index_array(indices):
-    if isinstance(indices, Tracer) or isinstance(indices, int | np.integer):
+    if isinstance(indices, Boxed) or isinstance(indices, int | np.integer):
         return indices
     arr = np.asarray(indices)
     # np.take converts indices to intp, so an empty list (float64 to asarray) is an empty index

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tracegrad.core import Tracer, bind
+from tracegrad.core import Boxed, bind
 from tracegrad.numpy._common import asarray_or_tracer, shape_of
 from tracegrad.primitives import elementwise, linalg
 from tracegrad.primitives import shape as sp
@@ -23,7 +23,7 @@ __all__ = ["matmul", "dot", "tensordot", "einsum", "inner", "outer", "vdot", "kr
 def _strong(x):
     # NumPy's products convert their inputs with asarray: a Python scalar is a strong 0-d array.
     x = asarray_or_tracer(x)
-    return x if isinstance(x, Tracer | np.ndarray) else np.asarray(x)
+    return x if isinstance(x, Boxed | np.ndarray) else np.asarray(x)
 
 
 def _no_extras(fname: str, **kwargs):

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from tracegrad.core import Tracer, bind
+from tracegrad.core import Boxed, Tracer, bind
 from tracegrad.numpy._common import axes, ndim_of, shape_of
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import reduction
@@ -47,7 +47,7 @@ _F8 = np.dtype(np.float64)
 
 def _asarray(a):
     # NumPy's reductions start with asanyarray: Python scalars and lists become strong arrays
-    if isinstance(a, Tracer | np.ndarray | np.generic):
+    if isinstance(a, Boxed | np.ndarray | np.generic):
         return a
     return np.asarray(a)
 
@@ -220,7 +220,7 @@ def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
-    if isinstance(ddof, Tracer):
+    if isinstance(ddof, Boxed):
         raise TypeError(f"{fname}: ddof must be a number, not a traced value")
     ddof = ddof.item() if isinstance(ddof, np.generic) else ddof
     arr = _asarray(a)
@@ -258,6 +258,8 @@ def _concrete(x):
     # the value behind x when there is one (plain array, or a concretely traced tracer)
     if isinstance(x, Tracer):
         return x.val
+    if isinstance(x, Boxed):
+        return x._constant_value()
     return x
 
 
@@ -315,7 +317,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
         return avg
     if shape_of(scl) != avg_shape:
         scl = sp.broadcast_to(scl, avg_shape)
-        if not isinstance(scl, Tracer):
+        if not isinstance(scl, Boxed):
             scl = scl.copy()
     return avg, scl
 

@@ -13,7 +13,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from tracegrad.core import Tracer
+from tracegrad.core import Boxed
 from tracegrad.numpy._common import asarray_or_tracer, ndim_of, shape_of
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import indexing
@@ -33,7 +33,7 @@ __all__ = [
 
 def _array(x):
     """Like np.asanyarray: tracers as they are, anything else (Python scalars too) an array."""
-    return x if isinstance(x, Tracer) else np.asarray(x)
+    return x if isinstance(x, Boxed) else np.asarray(x)
 
 
 def _axis(axis, ndim: int, op: str) -> int:
@@ -54,7 +54,7 @@ def _axis_tuple(axis, ndim: int, op: str) -> tuple[int, ...]:
 
 
 def _static_ints(value, op: str, what: str):
-    if isinstance(value, Tracer):
+    if isinstance(value, Boxed):
         raise NotImplementedError(
             f"tracegrad.numpy.{op}: a traced `{what}` is not supported (the result's shape "
             "would depend on values); pass Python ints"
@@ -407,7 +407,7 @@ def array_split(ary, indices_or_sections, axis=0):
 def split(ary, indices_or_sections, axis=0):
     ary = _array(ary)
     s = shape_of(ary)
-    if not isinstance(indices_or_sections, Tracer) and np.ndim(indices_or_sections) == 0:
+    if not isinstance(indices_or_sections, Boxed) and np.ndim(indices_or_sections) == 0:
         sections = operator.index(indices_or_sections)
         axis_ = _axis(axis, len(s), "split") if s else axis
         if s and sections > 0 and s[axis_] % sections:

@@ -98,32 +98,63 @@ def call_vjp(prim, cotangent, *primals, out, **params) -> tuple:
     return tuple(force(b) for b in prim.vjp(cotangent, *primals, out=out, **params))
 
 
+class PassHooks:
+    """What a caller may do at each node of the backward pass (the shim's hooks and saved
+    values); the default does nothing. The functional transforms pass none."""
+
+    def primals(self, node: Node) -> tuple[list, object]:
+        """The forward values `node`'s vjp rule reads: its inputs and its output(s)."""
+        raise NotImplementedError
+
+    def before(self, node: Node, bar):
+        """`node`'s output cotangent before its rule runs; may replace it, or return None
+        to stop the pass at this node."""
+        return bar
+
+    def after(self, node: Node, bar, in_bars) -> tuple:
+        """The cotangents `node`'s rule returned for its inputs; may replace them."""
+        return in_bars
+
+
 def backward_pass(
     graph: Graph,
-    read: Reader,
+    read: Reader | None,
     out_bars: Sequence,
     wrt: Sequence[bool],
     release: Callable[[Node], None] | None = None,
+    *,
+    hooks: PassHooks | None = None,
+    active: set[Node] | None = None,
 ) -> list:
     """Cotangents of `graph.inputs` (None where none flows) given the outputs' cotangents.
 
     `read(edge)` gives the forward value of an edge: arrays to compute gradients now, tracers
     to record them. `release(node)` is called once a node's forward value is no longer needed
-    (its own rule has run), so a caller can free it, as PyTorch frees saved tensors.
+    (its own rule has run), so a caller can free it, as PyTorch frees saved tensors. The shim
+    passes `hooks` (which then also supply the forward values) and the `active` nodes, those
+    between the outputs and the inputs it asks about.
     """
-    active = active_nodes(graph, wrt)
+    if active is None:
+        active = active_nodes(graph, wrt)
     bars = Cotangents(active)
     for e, b in zip(graph.outputs, out_bars):
         bars.add(e, b)
     for node in reversed(graph.nodes):
         bar = bars.pop(node) if node in active else None
+        if hooks is not None and bar is not None:
+            bar = hooks.before(node, bar)
         if bar is not None and node.prim is not const_p:
-            primals = [read(e) for e in node.inputs]
-            if node.prim.multiple_results:
-                out = tuple(read(Edge(node, i)) for i in range(len(node.out_avals)))
+            if hooks is not None:
+                primals, out = hooks.primals(node)
             else:
-                out = read(Edge(node, 0))
+                primals = [read(e) for e in node.inputs]
+                if node.prim.multiple_results:
+                    out = tuple(read(Edge(node, i)) for i in range(len(node.out_avals)))
+                else:
+                    out = read(Edge(node, 0))
             in_bars = node.prim.vjp(bar, *primals, out=out, **node.params)
+            if hooks is not None:
+                in_bars = hooks.after(node, bar, in_bars)
             for e, b in zip(node.inputs, in_bars):
                 bars.add(e, b)
         if release is not None:

@@ -1,0 +1,24 @@
+"""PyTorch's `torch.autograd` surface for tracegrad tensors: `backward`, `grad`, grad modes."""
+
+from tracegrad.autograd.engine import backward, grad
+from tracegrad.autograd.function import AccumulateGrad, GradFn, RemovableHandle
+from tracegrad.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+
+__all__ = [
+    "AccumulateGrad",
+    "GradFn",
+    "RemovableHandle",
+    "backward",
+    "enable_grad",
+    "grad",
+    "inference_mode",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]

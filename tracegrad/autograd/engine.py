@@ -1,0 +1,417 @@
+"""`backward` and `grad`: the recorded graph's backward pass, with PyTorch's semantics.
+
+Both collect the `GradFn`s reachable from the outputs into an IR graph (their nodes, in
+topological order) and run the one backward pass of `tracegrad.transforms.vjp` over it, with
+hooks that supply each node's saved values, run tensor and node hooks in PyTorch's order,
+fill `retain_grad` tensors and release saved values. Without `create_graph` the pass runs on
+arrays; with it, on tensors in grad mode, so it records a graph of its own that can be
+differentiated again.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections.abc import Sequence
+
+import numpy as np
+
+from tracegrad.autograd.function import AccumulateGrad, GradFn
+from tracegrad.autograd.grad_mode import _enabled
+from tracegrad.ir.graph import Edge, Graph, Node
+from tracegrad.tensor import Tensor, type_string
+from tracegrad.transforms.vjp import PassHooks, backward_pass, force
+
+_CYCLE_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter "
+    "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
+    "creating the graph to avoid this. If you have to use this function, make sure to reset the "
+    ".grad fields of your parameters to None after use to break the cycle and avoid the leak."
+)
+
+
+def backward(
+    tensors,
+    grad_tensors=None,
+    retain_graph=None,
+    create_graph=False,
+    grad_variables=None,
+    inputs=None,
+) -> None:
+    """Accumulate the gradients of `tensors` into the `.grad` of the leaves (or `inputs`)."""
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError(
+                "`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                "`backward()`. Please only use `grad_tensors`."
+            )
+        warnings.warn(
+            "`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, 2
+        )
+        grad_tensors = grad_variables
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if len(inputs) == 0:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        for t in inputs:
+            if not t._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    roots = _as_tuple(tensors)
+    seeds = _seeds(roots, grad_tensors, "backward", create_graph)
+    _run(roots, seeds, inputs, retain_graph, create_graph, accumulate=True)
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=True,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+) -> tuple:
+    """The gradients of `outputs` with respect to `inputs`, returned, not accumulated."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but "
+            "got: allow_unused=False."
+        )
+    if is_grads_batched:
+        raise NotImplementedError(
+            "autograd.grad: is_grads_batched=True is not supported; use tg.vmap over tg.vjp"
+        )
+    allow_unused = bool(allow_unused) or materialize_grads
+    roots = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"autograd.grad: inputs must be tensors, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    seeds = _seeds(roots, grad_outputs, "grad", create_graph)
+    results, reached = _run(roots, seeds, inputs, retain_graph, create_graph, accumulate=False)
+    out = []
+    for i, (t, g) in enumerate(zip(inputs, results)):
+        if g is None:
+            if reached[i]:
+                g = _zeros_like(t, create_graph)
+            elif materialize_grads:
+                g = _zeros_like(t, False)
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior."
+                )
+        out.append(g)
+    return tuple(out)
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+def _as_tuple(x) -> tuple:
+    if isinstance(x, Tensor):
+        return (x,)
+    if x is None:
+        return ()
+    return tuple(x)
+
+
+def _seeds(roots, grads, api: str, create: bool) -> list:
+    """One cotangent per root: the given ones checked, implicit ones for one-element roots."""
+    if grads is None:
+        grads = (None,) * len(roots)
+    else:
+        grads = _as_tuple(grads)
+    if len(grads) != len(roots):
+        raise RuntimeError(f"got {len(roots)} tensors and {len(grads)} gradients")
+    seeds = []
+    for i, (out, g) in enumerate(zip(roots, grads)):
+        if not isinstance(out, Tensor):
+            raise TypeError(
+                f"{api}: expected tensors to differentiate, got {type(out).__name__} at index {i}"
+            )
+        if g is None:
+            if out._requires_grad and out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = np.ones(out.shape, out.dtype)
+        elif isinstance(g, Tensor):
+            if g.shape != out.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                    f"output[{i}] has a shape of {out.shape}."
+                )
+            if g.dtype != out.dtype:
+                g = g._astype(out.dtype) if create else g._cell.value.astype(out.dtype)
+            elif not create:
+                g = g._cell.value
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+        if not out._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+        if create and not isinstance(g, Tensor):
+            g = Tensor._wrap(g)
+        seeds.append(g)
+    return seeds
+
+
+def _zeros_like(t: Tensor, create: bool) -> Tensor:
+    return Tensor._wrap(np.zeros(t.shape, t.dtype))
+
+
+# -- the pass ---------------------------------------------------------------------------------
+
+
+def _collect(root_fns) -> list[GradFn]:
+    """The GradFns reachable from `root_fns`, producers first (iterative post-order)."""
+    order: list[GradFn] = []
+    seen: set[int] = set()
+    stack = [(fn, False) for fn in reversed(root_fns) if isinstance(fn, GradFn)]
+    while stack:
+        fn, expanded = stack.pop()
+        if expanded:
+            order.append(fn)
+            continue
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        stack.append((fn, True))
+        for nxt, _ in reversed(fn.next_functions):
+            if isinstance(nxt, GradFn) and id(nxt) not in seen:
+                stack.append((nxt, False))
+    return order
+
+
+def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
+    retain = create if retain_graph is None else bool(retain_graph)
+    root_edges = []
+    root_fns = []
+    for r in roots:
+        edge, (fn, _) = r._edge_and_fn()
+        root_edges.append(edge)
+        root_fns.append(fn)
+    order = _collect(root_fns)
+    fn_of = {fn.node: fn for fn in order}
+    leaves: dict[Node, AccumulateGrad] = {}
+    for fn in order:
+        for nxt, _ in fn.next_functions:
+            if isinstance(nxt, AccumulateGrad):
+                leaves[nxt.node] = nxt
+    for fn in root_fns:
+        if isinstance(fn, AccumulateGrad):
+            leaves[fn.node] = fn
+
+    # what to differentiate with respect to: leaves (AccumulateGrad) and non-leaf outputs
+    captures: dict[Node, dict[int, int]] = {}  # node -> output index -> position in inputs
+    target_leaves: list[tuple[AccumulateGrad, int | None]] = []
+    reached = []
+    if inputs is None:
+        target_leaves = [(acc, None) for acc in leaves.values()]
+    else:
+        for pos, t in enumerate(inputs):
+            if t._grad_fn is None:
+                acc = t._accumulator()
+                target_leaves.append((acc, pos))
+                reached.append(acc.node in leaves)
+            else:
+                captures.setdefault(t._grad_fn.node, {})[t._index] = pos
+                reached.append(t._grad_fn.node in fn_of)
+    sources = {acc.node for acc, _ in target_leaves} | set(captures)
+    runs: set[Node] = set()
+    for fn in order:
+        for nxt, _ in fn.next_functions:
+            if nxt is not None and (nxt.node in sources or nxt.node in runs):
+                runs.add(fn.node)
+                break
+
+    graph = Graph(
+        tuple(Edge(acc.node, 0) for acc, _ in target_leaves),
+        tuple(root_edges),
+        tuple(fn.node for fn in order),
+        name="backward",
+    )
+    hooks = _Hooks(fn_of, runs, captures, create, retain, accumulate, inputs)
+    token = _enabled.set(create)
+    try:
+        leaf_bars = backward_pass(graph, None, seeds, (), hooks=hooks, active=sources | runs)
+        results = [None] * len(inputs) if inputs is not None else []
+        for pos, g in hooks.captured.items():
+            results[pos] = g
+        warned = False
+        for (acc, pos), bar in zip(target_leaves, leaf_bars):
+            if bar is None:
+                continue
+            g = _leaf(acc, bar, create)
+            if accumulate:
+                if create and not warned:
+                    warnings.warn(_CYCLE_WARNING, UserWarning, stacklevel=4)
+                    warned = True
+                _accumulate(acc.variable, g, create)
+                for hook in acc.variable._post_acc_hooks or ():
+                    hook(acc.variable)
+            else:
+                results[pos] = _as_tensor(g, create)
+    finally:
+        _enabled.reset(token)
+    return results, reached
+
+
+def _as_tensor(g, create: bool) -> Tensor:
+    return g if isinstance(g, Tensor) else Tensor._wrap(g)
+
+
+def _apply_hooks(hooks, g, create: bool):
+    """Tensor hooks in registration order; each may replace the gradient (checked)."""
+    for hook in list(hooks):
+        t = _as_tensor(g, create)
+        new = hook(t)
+        if new is None:
+            continue
+        if not isinstance(new, Tensor):
+            raise TypeError(
+                f"hook '{_hook_name(hook)}' returned a {type(new).__name__}; a tensor hook must "
+                "return a Tensor or None"
+            )
+        if new.shape != t.shape:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+        if new.dtype != t.dtype:
+            raise RuntimeError(
+                f"hook '{_hook_name(hook)}' has changed the type of value (was {t.dtype.name} "
+                f"got {new.dtype.name})"
+            )
+        g = new if create else new._cell.value
+    return g
+
+
+def _hook_name(hook) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _leaf(acc: AccumulateGrad, bar, create: bool):
+    """A leaf's gradient after its tensor hooks and its node's pre-hooks."""
+    var = acc.variable
+    if var._hooks:
+        bar = _apply_hooks(var._hooks, bar, create)
+    if acc._pre_hooks:
+        grads = (_as_tensor(bar, create),)
+        for hook in list(acc._pre_hooks):
+            new = hook(grads)
+            if new is not None:
+                grads = tuple(new)
+        bar = grads[0] if create else grads[0]._cell.value
+    return _as_tensor(bar, create) if create else bar
+
+
+def _accumulate(var: Tensor, g, create: bool) -> None:
+    old = var._grad
+    if not create:
+        value = np.asarray(g)
+        if old is None:
+            var._grad = Tensor._wrap(value if value.flags.c_contiguous else value.copy())
+        elif old._grad_fn is None and not old._requires_grad:
+            old._cell.value = _ro(old._cell.value + value)
+            old._cell.version += 1
+        else:
+            var._grad = Tensor._wrap(old._cell.value + value)
+        return
+    if old is None:
+        if g._grad_fn is not None:
+            from tracegrad.primitives.shape import ascontiguousarray
+
+            g = ascontiguousarray(g)
+            g._grad_fn._name = "CopyBackwards"
+        var._grad = g
+    else:
+        var._grad = old + g
+
+
+def _ro(a):
+    a = np.asarray(a)
+    a.flags.writeable = False
+    return a
+
+
+class _Hooks(PassHooks):
+    """The shim's side of the backward pass: saved values, hooks, retained and captured grads."""
+
+    def __init__(self, fn_of, runs, captures, create, retain, accumulate, inputs):
+        self.fn_of = fn_of
+        self.runs = runs
+        self.captures = captures
+        self.create = create
+        self.retain = retain
+        self.accumulate = accumulate
+        self.inputs = inputs
+        self.captured: dict[int, object] = {}
+
+    def primals(self, node: Node):
+        return self.fn_of[node].saved(self.create)
+
+    def before(self, node: Node, bar):
+        fn = self.fn_of[node]
+        multi = node.prim.multiple_results
+        if fn._tensor_hooks or fn._retained or node in self.captures:
+            bars = list(bar) if multi else [bar]
+            for i, b in enumerate(bars):
+                if b is None:
+                    continue
+                hooks = fn._tensor_hooks.get(i) if fn._tensor_hooks else None
+                if hooks:
+                    b = bars[i] = _apply_hooks(hooks, b, self.create)
+                for ref in (fn._retained or {}).get(i, ()):
+                    t = ref()
+                    if t is not None:
+                        _accumulate_retained(t, b, self.create)
+                pos = self.captures.get(node, {}).get(i)
+                if pos is not None:
+                    if self.accumulate:
+                        _accumulate_retained(self.inputs[pos], b, self.create)
+                    else:
+                        self.captured[pos] = _as_tensor(b, self.create)
+            bar = tuple(bars) if multi else bars[0]
+        if node not in self.runs:
+            return None
+        if fn._pre_hooks:
+            grads = tuple(
+                None if b is None else _as_tensor(b, self.create)
+                for b in (bar if multi else (bar,))
+            )
+            for hook in list(fn._pre_hooks):
+                new = hook(grads)
+                if new is not None:
+                    grads = tuple(new)
+            vals = [g if self.create or g is None else g._cell.value for g in grads]
+            bar = tuple(vals) if multi else vals[0]
+        return bar
+
+    def after(self, node: Node, bar, in_bars):
+        fn = self.fn_of[node]
+        if fn._post_hooks:
+            in_bars = [force(b) for b in in_bars]
+            grad_inputs = tuple(None if b is None else _as_tensor(b, self.create) for b in in_bars)
+            outs = bar if node.prim.multiple_results else (bar,)
+            grad_outputs = tuple(None if b is None else _as_tensor(b, self.create) for b in outs)
+            for hook in list(fn._post_hooks):
+                new = hook(grad_inputs, grad_outputs)
+                if new is not None:
+                    grad_inputs = tuple(new)
+            in_bars = [g if self.create or g is None else g._cell.value for g in grad_inputs]
+        if not self.retain:
+            fn.release()
+        return in_bars
+
+
+def _accumulate_retained(t: Tensor, g, create: bool) -> None:
+    g = _as_tensor(g, create)
+    if t._grad is None:
+        t._grad = g if create else Tensor._wrap(np.array(g._cell.value))
+    else:
+        t._grad = t._grad + g if create else Tensor._wrap(t._grad._cell.value + g._cell.value)
+
+
+__all__ = ["backward", "grad"]
+_unused = (weakref, type_string, Sequence)

@@ -1,0 +1,289 @@
+"""The nodes of the shim's recorded graph: `GradFn` (PyTorch's `grad_fn`) and `AccumulateGrad`.
+
+An eager tensor operation that records builds an immutable IR `Node` (the same class a trace
+builds) and wraps it in a `GradFn`: the small mutable part PyTorch keeps on its autograd nodes.
+It holds the values the node's vjp rule reads (released after a backward pass unless
+`retain_graph`), version stamps of the tensors they came from, and hooks. `next_functions`
+points at the producers' `GradFn`s, so a `GradFn` keeps its whole upstream graph alive and
+nothing points back: dropping the last tensor of a graph frees it by reference counting.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracegrad.ir.graph import Node
+from tracegrad.primitives.broadcasting import shape_of
+
+FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward."
+)
+
+_VERSION_HINT = (
+    "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+    "with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+)
+
+# Primitives whose vjp rule reads only shapes and dtypes, never values: their nodes save
+# nothing and can run again after a backward pass, as PyTorch's AddBackward0 or ViewBackward0
+# can. A test runs each rule on zeros of the right shape and on the real values and compares.
+SAVES_NOTHING = frozenset(
+    {
+        "add",
+        "subtract",
+        "negative",
+        "positive",
+        "sum",
+        "reshape",
+        "transpose",
+        "broadcast_to",
+        "expand_dims",
+        "squeeze",
+        "slice",
+        "concatenate",
+        "split",
+        "flip",
+        "pad",
+        "pad_strided",
+        "cumsum",
+        "tile",
+        "repeat",
+        "astype",
+        "ascontiguousarray",
+    }
+)
+
+# PyTorch's names for the nodes of the same operations; others are derived from the name.
+_TORCH_NAMES = {
+    "multiply": "MulBackward0",
+    "add": "AddBackward0",
+    "subtract": "SubBackward0",
+    "divide": "DivBackward0",
+    "negative": "NegBackward0",
+    "absolute": "AbsBackward0",
+    "square": "PowBackward0",
+    "sum": "SumBackward0",
+    "reshape": "ViewBackward0",
+    "transpose": "PermuteBackward0",
+    "broadcast_to": "ExpandBackward0",
+    "expand_dims": "UnsqueezeBackward0",
+    "squeeze": "SqueezeBackward0",
+    "slice": "SliceBackward0",
+    "gather": "IndexBackward0",
+    "concatenate": "CatBackward0",
+    "astype": "ToCopyBackward0",
+    "max": "MaxBackward1",
+    "min": "MinBackward1",
+    "clip": "ClampBackward1",
+    "arcsin": "AsinBackward0",
+    "arccos": "AcosBackward0",
+    "arctan": "AtanBackward0",
+    "arcsinh": "AsinhBackward0",
+    "arccosh": "AcoshBackward0",
+    "arctanh": "AtanhBackward0",
+    "arctan2": "Atan2Backward0",
+    "log1p": "Log1PBackward0",
+    "tile": "RepeatBackward0",
+    "pad": "ConstantPadNdBackward0",
+}
+
+
+def torch_name(node: Node) -> str:
+    name = node.prim.name
+    if name == "power":
+        exponent = node.inputs[1].aval
+        return "PowBackward0" if exponent.weak_type else "PowBackward1"
+    if name == "matmul":
+        nd = (node.inputs[0].aval.ndim, node.inputs[1].aval.ndim)
+        return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
+            nd, "MatmulBackward0"
+        )
+    known = _TORCH_NAMES.get(name)
+    if known is not None:
+        return known
+    return "".join(part.capitalize() for part in name.split("_")) + "Backward0"
+
+
+class RemovableHandle:
+    """What `register_hook` returns: `.remove()` takes the hook out again."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self) -> None:
+        for i, h in enumerate(self._hooks):
+            if h is self._hook:
+                del self._hooks[i]
+                return
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _Hooks:
+    """Node pre- and post-hooks, shared by GradFn and AccumulateGrad."""
+
+    __slots__ = ()
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """`fn(grad_outputs) -> new grad_outputs or None`, before the node runs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(fn)
+        return RemovableHandle(self._pre_hooks, fn)
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """`fn(grad_inputs, grad_outputs) -> new grad_inputs or None`, after the node ran."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(fn)
+        return RemovableHandle(self._post_hooks, fn)
+
+
+class GradFn(_Hooks):
+    """A recorded node: the IR `Node`, what its backward reads, its hooks and its producers."""
+
+    __slots__ = (
+        "node",
+        "next_functions",
+        "_inputs",
+        "_values",
+        "_out",
+        "_versions",
+        "_state",
+        "_pre_hooks",
+        "_post_hooks",
+        "_tensor_hooks",
+        "_retained",
+        "_name",
+        "_metadata",
+        "__weakref__",
+    )
+
+    # _state: SAVED (values held), NOTHING (the rule needs no values), FREED (released)
+    SAVED, NOTHING, FREED = 0, 1, 2
+
+    def __init__(self, node: Node, next_functions: tuple, inputs, values, out, versions):
+        self.node = node
+        self.next_functions = next_functions
+        if node.prim.name in SAVES_NOTHING:
+            self._state = GradFn.NOTHING
+            self._inputs = self._values = self._out = self._versions = None
+        else:
+            self._state = GradFn.SAVED
+            self._inputs = inputs
+            self._values = values
+            self._out = out
+            self._versions = versions
+        self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = None
+        self._name = None
+        self._metadata = None
+
+    def name(self) -> str:
+        return self._name or torch_name(self.node)
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    # -- saved values -------------------------------------------------------------------------
+    def release(self) -> None:
+        if self._state == GradFn.SAVED:
+            self._state = GradFn.FREED
+            self._inputs = self._values = self._out = self._versions = None
+
+    def saved(self, as_tensors: bool) -> tuple[list, object]:
+        """The inputs and output(s) the vjp rule reads: arrays, or tensors to record through
+        (`create_graph`). Raises PyTorch's errors for released or modified values."""
+        state = self._state
+        node = self.node
+        if state == GradFn.NOTHING:
+            ins = [_stand_in(e.aval) for e in node.inputs]
+            if node.prim.multiple_results:
+                return ins, tuple(_stand_in(a) for a in node.out_avals)
+            return ins, _stand_in(node.out_avals[0])
+        if state == GradFn.FREED:
+            raise RuntimeError(FREED)
+        for cell, version, owner in self._versions:
+            if cell.version != version:
+                raise RuntimeError(_version_message(cell, version, owner))
+        if not as_tensors:
+            return list(self._values), self._out
+        from tracegrad.tensor import Tensor  # the tensor module sits above this one
+
+        ins = list(self._inputs)
+        if node.prim.multiple_results:
+            out = tuple(Tensor._attached(v, self, i) for i, v in enumerate(self._out))
+        else:
+            out = Tensor._attached(self._out, self, 0)
+        return ins, out
+
+    def __getattr__(self, name: str):
+        # PyTorch's `grad_fn._saved_self` / `_saved_other` / `_saved_result`
+        index = {"_saved_self": 0, "_saved_other": 1, "_saved_result": -1}.get(name)
+        if index is None:
+            raise AttributeError(f"'{self.name()}' object has no attribute '{name}'")
+        if self._state == GradFn.FREED:
+            raise RuntimeError(FREED)
+        ins, out = self.saved(as_tensors=True)
+        return out if index == -1 else ins[index]
+
+
+class AccumulateGrad(_Hooks):
+    """The node of a leaf that requires grad: the backward pass ends here, adding into `.grad`.
+
+    It holds its tensor; the tensor holds it weakly (as in PyTorch), so there is no cycle."""
+
+    __slots__ = ("variable", "node", "_pre_hooks", "_post_hooks", "__weakref__")
+    next_functions = ()
+
+    def __init__(self, variable, node: Node):
+        self.variable = variable
+        self.node = node
+        self._pre_hooks = self._post_hooks = None
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    @property
+    def metadata(self) -> dict:
+        return {}
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+def _stand_in(aval):
+    """A value of the right shape and dtype for a rule that reads no values (zero bytes)."""
+    if aval.weak_type:
+        return aval.dtype.type(0).item()
+    return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+
+
+def _version_message(cell, version, owner) -> str:
+    from tracegrad.tensor import type_string
+
+    described = f"[{type_string(cell.value.dtype, shape_of(cell.value))}]"
+    if owner is not None:
+        fn, index = owner
+        name = fn.name()
+        name = name[: -len("Backward0")] if name.endswith("Backward0") else name
+        described += f", which is output {index} of {name},"
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {described} is at version {cell.version}; expected version {version} "
+        f"instead. {_VERSION_HINT}"
+    )
