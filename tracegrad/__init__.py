@@ -7,19 +7,23 @@ from tracegrad.api import grad, stop_gradient, value_and_grad, vjp
 from tracegrad.api_forward import jvp, linearize
 from tracegrad.api_jacobian import hessian, jacfwd, jacrev
 from tracegrad.api_vmap import vmap
+
+# The PyTorch-style shim (DESIGN.md §6): tensors, grad modes and PyTorch-named functions.
+from tracegrad.autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from tracegrad.errors import ConcretizationError, EscapedTracerError
 from tracegrad.ir import Aval, Graph
 from tracegrad.jit import jit
-from tracegrad.testing import check_grads
-from tracegrad.tracing import make_graph
-
-# The PyTorch-style shim (DESIGN.md §6): tensors, grad modes and PyTorch-named functions.
-from tracegrad import torch_ops as _torch_ops
-from tracegrad.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad
-from tracegrad.autograd import set_grad_enabled
 from tracegrad.tensor import Tensor, get_default_dtype, set_default_dtype, tensor
+from tracegrad.testing import check_grads
 from tracegrad.torch_ops import *  # noqa: F403 - the tg.* tensor functions, listed below
 from tracegrad.torch_ops import __all__ as _torch_names
+from tracegrad.tracing import make_graph
 
 # dtypes under PyTorch's names (NumPy dtypes: `t.dtype == tg.float32` holds)
 float16, float32, float64 = (np.dtype(t) for t in ("float16", "float32", "float64"))
