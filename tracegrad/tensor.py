@@ -247,7 +247,7 @@ class Tensor(Boxed):
         if self._requires_grad:
             acc = self._accumulator()
             return Edge(acc.node, 0), (acc, 0)
-        return None, (None, 0)
+        return None, _NO_NEXT
 
     def _accumulator(self) -> AccumulateGrad:
         acc = self._acc() if self._acc is not None else None
@@ -347,6 +347,17 @@ class Tensor(Boxed):
         elif self._requires_grad:
             extras.append("requires_grad=True")
         return f"tensor({body}{''.join(', ' + e for e in extras)})"
+
+    def __getattr__(self, name: str):
+        # NumPy's array methods that PyTorch lacks (`astype`, `swapaxes`, ...) keep NumPy code
+        # working on tensors; PyTorch-named methods are attributes of the class and win.
+        if not name.startswith("_"):
+            from tracegrad.numpy import _dispatch
+
+            method = _dispatch.METHODS.get(name)
+            if method is not None:
+                return method.__get__(self)
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 
     # -- autograd surface -------------------------------------------------------------------
     def detach(self) -> Tensor:
@@ -554,12 +565,12 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         if isinstance(a, Tensor):
             edge, nxt = a._edge_and_fn()
             if edge is None:
-                edge = Edge(_constant_node(v), 0)
+                edge = _constant_edge(v)
             else:
                 versions.append((a._cell, a._cell.version, nxt if a._grad_fn else None))
         else:
-            edge = Edge(_constant_node(v), 0)
-            nxt = (None, 0)
+            edge = _constant_edge(v)
+            nxt = _NO_NEXT
         edges.append(edge)
         nexts.append(nxt)
     outs = out if prim.multiple_results else (out,)
@@ -587,7 +598,7 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
             t._grad_fn = None
             t._requires_grad = False
         elif fn._state == GradFn.SAVED:
-            versions.append((cell, 0, (fn, i)))
+            versions.append((cell, 0, (None, i)))  # None: this node (no cycle)
         if prim.view_of is not None:
             t._base = args[prim.view_of] if isinstance(args[prim.view_of], Tensor) else None
         results.append(t)
@@ -601,16 +612,18 @@ def _result(out, prim, args) -> Tensor:
     return t
 
 
-_SCALAR_NODES: dict = {}
+_SCALAR_EDGES: dict = {}
+_NO_NEXT = (None, 0)
 
 
-def _constant_node(value) -> Node:
-    """An `arg` node standing for a constant input (its value is saved with the GradFn)."""
+def _constant_edge(value) -> Edge:
+    """The edge of an `arg` node standing for a constant input (its value is saved with the
+    GradFn). Python scalars of one type share one node: it only carries their aval."""
     if isinstance(value, np.ndarray | np.generic):
-        return arg_node(Aval(value.shape, value.dtype))
+        return Edge(arg_node(Aval(value.shape, value.dtype)), 0)
     kind = type(value)
-    node = _SCALAR_NODES.get(kind)
-    if node is None:
+    edge = _SCALAR_EDGES.get(kind)
+    if edge is None:
         dtype = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}[kind]
-        node = _SCALAR_NODES[kind] = arg_node(Aval((), dtype, kind is not bool))
-    return node
+        edge = _SCALAR_EDGES[kind] = Edge(arg_node(Aval((), dtype, kind is not bool)), 0)
+    return edge

@@ -82,9 +82,15 @@ def _cast(x, dtype):
 
 
 def _binary(prim, a, b, *, floating=False):
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype == b.dtype:
-        if not floating or a.dtype.kind in "fc":
+    # fast paths: the same dtype on both sides, or a float tensor with a Python number
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor):
+            if a.dtype == b.dtype and (not floating or a.dtype.kind in "fc"):
+                return bind(prim, a, b)
+        elif type(b) in (int, float) and a.dtype.kind in "fc":
             return bind(prim, a, b)
+    elif type(a) in (int, float) and isinstance(b, Tensor) and b.dtype.kind in "fc":
+        return bind(prim, a, b)
     dtype = result_type(a, b)
     if floating and dtype.kind in "biu":
         dtype = get_default_dtype()
@@ -394,6 +400,26 @@ def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> Tensor:
 _values_indices = namedtuple("return_types", ["values", "indices"])
 
 
+def _numpy_names(fn):
+    """PyTorch's NumPy-compatible keyword aliases: `axis` for `dim`, `keepdims` for
+    `keepdim`. An empty `axis=()` keeps NumPy's meaning (reduce nothing)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(input, *args, **kwargs):
+        if "axis" in kwargs:
+            axis = kwargs.pop("axis")
+            if isinstance(axis, tuple | list) and len(axis) == 0:
+                kwargs.pop("keepdims", None)
+                return _as_tensor(input)
+            kwargs["dim"] = axis
+        if "keepdims" in kwargs:
+            kwargs["keepdim"] = kwargs.pop("keepdims")
+        return fn(input, *args, **kwargs)
+
+    return wrapper
+
+
 def _dims(dim, ndim: int) -> tuple[int, ...] | None:
     if dim is None:
         return None
@@ -409,6 +435,7 @@ def _dims(dim, ndim: int) -> tuple[int, ...] | None:
     return tuple(sorted(out))
 
 
+@_numpy_names
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch's name
     x = _as_tensor(input)
     if dtype is not None:
@@ -420,6 +447,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch'
     return _named(out, "SumBackward0" if dim is None else "SumBackward1")
 
 
+@_numpy_names
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = _as_tensor(input)
     if dtype is not None:
@@ -436,6 +464,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return _named(out, "MeanBackward0" if dim is None else "MeanBackward1")
 
 
+@_numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     x = _as_tensor(input)
     if dtype is not None:
@@ -444,6 +473,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return tnp.prod(x, axis=axes, keepdims=keepdim)
 
 
+@_numpy_names
 def var(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
     if unbiased is not None:
         correction = 1 if unbiased else 0
@@ -456,6 +486,7 @@ def var(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
     return _named(div(total, builtins.max(n - correction, 0)), "VarBackward0")
 
 
+@_numpy_names
 def std(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
     return _named(
         sqrt(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)),
@@ -490,25 +521,28 @@ def _reduce_choose(which: str):
         return _values_indices(values, _as_tensor(index))
 
     f.__name__ = which
-    return f
+    return _numpy_names(f)
 
 
 max = _reduce_choose("max")  # noqa: A001 - PyTorch's name
 min = _reduce_choose("min")  # noqa: A001 - PyTorch's name
 
 
+@_numpy_names
 def amax(input, dim=(), keepdim=False):
     x = _as_tensor(input)
     axes = _dims(dim, x.ndim) if dim != () else tuple(range(x.ndim))
     return reduction.max(x, axes, keepdim)
 
 
+@_numpy_names
 def amin(input, dim=(), keepdim=False):
     x = _as_tensor(input)
     axes = _dims(dim, x.ndim) if dim != () else tuple(range(x.ndim))
     return reduction.min(x, axes, keepdim)
 
 
+@_numpy_names
 def argmax(input, dim=None, keepdim=False):
     x = _as_tensor(input).detach()
     if dim is None:
@@ -516,6 +550,7 @@ def argmax(input, dim=None, keepdim=False):
     return tnp.argmax(x, axis=_dims(dim, x.ndim)[0], keepdims=keepdim)
 
 
+@_numpy_names
 def argmin(input, dim=None, keepdim=False):
     x = _as_tensor(input).detach()
     if dim is None:
@@ -523,6 +558,7 @@ def argmin(input, dim=None, keepdim=False):
     return tnp.argmin(x, axis=_dims(dim, x.ndim)[0], keepdims=keepdim)
 
 
+@_numpy_names
 def logsumexp(input, dim, keepdim=False):
     x = _as_tensor(input)
     axes = _dims(dim, x.ndim)
@@ -532,6 +568,7 @@ def logsumexp(input, dim, keepdim=False):
     return _named(out if keepdim else squeeze(out, axes), "LogsumexpBackward0")
 
 
+@_numpy_names
 def softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
     (d,) = _dims(dim, x.ndim)
@@ -539,6 +576,7 @@ def softmax(input, dim, dtype=None):
     return _named(div(e, reduction.sum(e, (d,), True)), "SoftmaxBackward0")
 
 
+@_numpy_names
 def log_softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
     return _named(sub(x, logsumexp(x, dim, keepdim=True)), "LogSoftmaxBackward0")
@@ -555,23 +593,27 @@ def norm(input, p="fro", dim=None, keepdim=False):
     return pow(sum(pow(abs(x), p), dim, keepdim), 1.0 / p)
 
 
+@_numpy_names
 def all(input, dim=None, keepdim=False):  # noqa: A001
     x = _as_tensor(input)
     axes = _dims(dim, x.ndim)
     return reduction.all(x, tuple(range(x.ndim)) if axes is None else axes, keepdim)
 
 
+@_numpy_names
 def any(input, dim=None, keepdim=False):  # noqa: A001
     x = _as_tensor(input)
     axes = _dims(dim, x.ndim)
     return reduction.any(x, tuple(range(x.ndim)) if axes is None else axes, keepdim)
 
 
+@_numpy_names
 def cumsum(input, dim, *, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
     return tnp.cumsum(x, axis=_dims(dim, x.ndim)[0])
 
 
+@_numpy_names
 def cumprod(input, dim, *, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
     return tnp.cumprod(x, axis=_dims(dim, x.ndim)[0])

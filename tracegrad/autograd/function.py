@@ -219,6 +219,8 @@ class GradFn(_Hooks):
             raise RuntimeError(FREED)
         for cell, version, owner in self._versions:
             if cell.version != version:
+                if owner is not None and owner[0] is None:
+                    owner = (self, owner[1])
                 raise RuntimeError(_version_message(cell, version, owner))
         if not as_tensors:
             return list(self._values), self._out
@@ -266,11 +268,22 @@ class AccumulateGrad(_Hooks):
         return f"<AccumulateGrad object at {id(self):#x}>"
 
 
+_STAND_INS: dict = {}
+
+
 def _stand_in(aval):
-    """A value of the right shape and dtype for a rule that reads no values (zero bytes)."""
-    if aval.weak_type:
-        return aval.dtype.type(0).item()
-    return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+    """A value of the right shape and dtype for a rule that reads no values (zero bytes:
+    a broadcast zero), cached per aval since building one costs more than the rule."""
+    value = _STAND_INS.get(aval)
+    if value is None:
+        if aval.weak_type:
+            value = aval.dtype.type(0).item()
+        else:
+            value = np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+        if len(_STAND_INS) > 4096:
+            _STAND_INS.clear()
+        _STAND_INS[aval] = value
+    return value
 
 
 def _version_message(cell, version, owner) -> str:

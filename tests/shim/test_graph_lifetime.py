@@ -1,0 +1,142 @@
+"""The recorded graph's lifetime: freed by reference counting, saved values released.
+
+Oracles: `weakref`s to GradFns and arrays (with the cycle collector off, an object that a
+reference cycle kept alive would survive), and the vjp rules themselves for the table of
+operations that save nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tracegrad as tg
+from tests.primitives.samples import SAMPLES
+from tracegrad.autograd.function import SAVES_NOTHING, GradFn
+from tracegrad.primitives import ALL
+from tracegrad.transforms.vjp import call_vjp
+
+
+@pytest.fixture
+def no_gc():
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _chain(x, n):
+    y = x
+    for i in range(n):
+        y = tg.tanh(y * 1.01) + (0.1 if i % 2 else y)
+    return y.sum()
+
+
+def _grad_fns(root) -> list:
+    """Weak references to every GradFn reachable from `root` (and the arrays they save)."""
+    refs, stack, seen = [], [root.grad_fn], set()
+    while stack:
+        fn = stack.pop()
+        if fn is None or id(fn) in seen or not isinstance(fn, GradFn):
+            continue
+        seen.add(id(fn))
+        refs.append(weakref.ref(fn))
+        stack.extend(n for n, _ in fn.next_functions)
+    return refs
+
+
+def test_dropping_the_output_frees_the_whole_graph(no_gc):
+    x = tg.tensor(np.linspace(-1, 1, 5), requires_grad=True)
+    loss = _chain(x, 200)
+    refs = _grad_fns(loss)
+    assert len(refs) > 400
+    del loss
+    assert all(r() is None for r in refs)
+
+
+def test_graph_freed_after_backward_and_after_create_graph_once_grad_is_reset(no_gc):
+    x = tg.tensor(np.linspace(-1, 1, 5), requires_grad=True)
+    loss = _chain(x, 50)
+    refs = _grad_fns(loss)
+    loss.backward()
+    del loss
+    assert all(r() is None for r in refs)
+
+    with pytest.warns(UserWarning, match="reference cycle"):
+        loss = _chain(x, 50)
+        refs = _grad_fns(loss)
+        x.grad = None
+        loss.backward(create_graph=True)
+    assert x.grad.grad_fn is not None
+    grad_refs = _grad_fns(x.grad)
+    del loss
+    x.grad = None  # as PyTorch's warning says: reset .grad to release the graph
+    assert all(r() is None for r in refs + grad_refs)
+
+
+def test_backward_releases_saved_values_unless_retained(no_gc):
+    x = tg.tensor(np.ones(1000), requires_grad=True)
+    y = tg.exp(x)
+    saved = weakref.ref(y.grad_fn._out)
+    z = y.sum()
+    del y
+    z.backward(retain_graph=True)
+    assert saved() is not None
+    z.backward()
+    assert saved() is None
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        z.backward()
+
+
+def test_a_long_chain_records_differentiates_and_is_freed():
+    # every graph walk is iterative (no recursion limit); benchmarks/shim_chain.py runs 10^6
+    x = tg.tensor(1.0, dtype=np.float64, requires_grad=True)
+    y = x
+    for _ in range(2 * 10**5):
+        y = y * 1.0 + 1e-6
+    y.backward()
+    assert x.grad.item() == 1.0
+    assert y.item() == pytest.approx(1.2, rel=1e-9)
+
+
+def _samples_for(name):
+    return [(p, s) for p, s in SAMPLES.items() if p.name == name]
+
+
+@pytest.mark.parametrize("name", sorted(SAVES_NOTHING))
+@given(data=st.data())
+def test_operations_that_save_nothing_read_no_values(name, data):
+    """Their vjp rules must give the same cotangents from zeros of the right shape as from the
+    real values, or the shim's 'saves nothing' would compute wrong gradients."""
+    prims = [p for p in ALL if p.name == name]
+    assert prims, f"{name} is not a primitive"
+    (prim,) = prims
+    args, params = SAMPLES[prim].draw(data, np.float64)
+    out = prim.impl(*args, **params)
+    rng = np.random.default_rng(0)
+    outs = out if prim.multiple_results else (out,)
+    cts = tuple(rng.standard_normal(np.shape(o)).astype(np.asarray(o).dtype) for o in outs)
+    ct = cts if prim.multiple_results else cts[0]
+    real = call_vjp(prim, ct, *args, out=out, **params)
+    fake_args = [
+        np.broadcast_to(np.zeros((), np.asarray(a).dtype), np.shape(a))
+        if isinstance(a, np.ndarray)
+        else a
+        for a in args
+    ]
+    fake_out = tuple(np.zeros_like(o) for o in outs)
+    fake = call_vjp(
+        prim, ct, *fake_args, out=fake_out if prim.multiple_results else fake_out[0], **params
+    )
+    for r, f in zip(real, fake):
+        if r is None:
+            assert f is None
+        else:
+            np.testing.assert_array_equal(np.asarray(r), np.asarray(f))
