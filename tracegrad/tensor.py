@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from tracegrad.autograd.function import AccumulateGrad, GradFn
+from tracegrad.autograd.function import READS_INPUTS, READS_OUTPUT, AccumulateGrad, GradFn
 from tracegrad.autograd.grad_mode import _enabled
 from tracegrad.core import Boxed
 from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node
@@ -64,6 +64,12 @@ def _readonly(a) -> np.ndarray:
     return a
 
 
+_NON_LEAF_FLAG = (
+    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+)
+_FACTORY_FLAG = "Only Tensors of floating point and complex dtype can require gradients"
+
 _WARN_NONLEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
@@ -96,7 +102,7 @@ class Tensor(Boxed):
         value = _as_array(data, dtype)
         self._init(_Cell(_readonly(value)), None, 0)
         if requires_grad:
-            self.requires_grad_(True)
+            self._set_requires_grad(True, _FACTORY_FLAG)
 
     def _init(self, cell: _Cell, grad_fn: GradFn | None, index: int) -> None:
         self._cell = cell
@@ -169,25 +175,27 @@ class Tensor(Boxed):
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
         if self._grad_fn is not None:
-            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
-        self._set_requires_grad(flag)
+            if flag:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+            raise RuntimeError(_NON_LEAF_FLAG)
+        self._set_requires_grad(
+            flag, "only Tensors of floating point and complex dtype can require gradients"
+        )
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if self._grad_fn is not None:
             if requires_grad:
                 return self
-            raise RuntimeError(
-                "you can only change requires_grad flags of leaf variables. If you want to use a "
-                "computed variable in a subgraph that doesn't require differentiation use "
-                "var_no_grad = var.detach()."
-            )
-        self._set_requires_grad(requires_grad)
+            raise RuntimeError(_NON_LEAF_FLAG)
+        self._set_requires_grad(
+            requires_grad, "only Tensors of floating point dtype can require gradients"
+        )
         return self
 
-    def _set_requires_grad(self, flag) -> None:
+    def _set_requires_grad(self, flag, message: str) -> None:
         flag = bool(flag)
         if flag and self.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError(message)
         self._requires_grad = flag
 
     @property
@@ -343,7 +351,8 @@ class Tensor(Boxed):
         if value.dtype not in (_default_dtype, np.dtype(np.int64), np.dtype(np.bool_)):
             extras.append(f"dtype={value.dtype.name}")
         if self._grad_fn is not None:
-            extras.append(f"grad_fn=<{self._grad_fn.name()}>")
+            name = self._grad_fn.name().removeprefix("torch::autograd::")
+            extras.append(f"grad_fn=<{name}>")
         elif self._requires_grad:
             extras.append("requires_grad=True")
         return f"tensor({body}{''.join(', ' + e for e in extras)})"
@@ -377,6 +386,7 @@ class Tensor(Boxed):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from tracegrad.autograd.engine import backward
 
+        gradient = None if gradient is None else (gradient,)
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
@@ -561,13 +571,14 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     edges = []
     nexts = []
     versions = []
+    reads_inputs = prim.name in READS_INPUTS
     for a, v in zip(args, values):
         if isinstance(a, Tensor):
             edge, nxt = a._edge_and_fn()
             if edge is None:
                 edge = _constant_edge(v)
-            else:
-                versions.append((a._cell, a._cell.version, nxt if a._grad_fn else None))
+            if reads_inputs or v.dtype.kind not in "fc":
+                versions.append((a._cell, a._cell.version, a))
         else:
             edge = _constant_edge(v)
             nxt = _NO_NEXT
@@ -597,19 +608,26 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         if cell.value.dtype.kind not in "fc":
             t._grad_fn = None
             t._requires_grad = False
-        elif fn._state == GradFn.SAVED:
-            versions.append((cell, 0, (None, i)))  # None: this node (no cycle)
+        elif fn._state == GradFn.SAVED and prim.name in READS_OUTPUT:
+            versions.append((cell, 0, i))  # output i of this node (an int: no cycle)
         if prim.view_of is not None:
-            t._base = args[prim.view_of] if isinstance(args[prim.view_of], Tensor) else None
+            t._base = _root_base(args[prim.view_of])
         results.append(t)
     return tuple(results) if prim.multiple_results else results[0]
 
 
 def _result(out, prim, args) -> Tensor:
     t = Tensor._wrap(out)
-    if prim.view_of is not None and isinstance(args[prim.view_of], Tensor):
-        t._base = args[prim.view_of]
+    if prim.view_of is not None:
+        t._base = _root_base(args[prim.view_of])
     return t
+
+
+def _root_base(x):
+    """The tensor a view ultimately looks into (views of views share their root)."""
+    if not isinstance(x, Tensor):
+        return None
+    return x._base if x._base is not None else x
 
 
 _SCALAR_EDGES: dict = {}

@@ -20,7 +20,7 @@ from tracegrad import numpy as tnp
 from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import reduction, shape
-from tracegrad.tensor import Tensor, _check_device, get_default_dtype, tensor
+from tracegrad.tensor import _FACTORY_FLAG, Tensor, _check_device, get_default_dtype, tensor
 
 # -- promotion ------------------------------------------------------------------------------
 
@@ -106,9 +106,19 @@ def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else tensor(x)
 
 
-def _named(t, name: str):
+def _named(t, name: str, inputs=None, *, pinned=False):
+    """Give the node of composite result `t` PyTorch's name, and, when `inputs` are given,
+    PyTorch's `next_functions` (the composite's own inputs, not its internal nodes).
+    `pinned`: the node keeps its (constant) saved values after backward, as a PyTorch node
+    that saves only sizes can run again."""
     if isinstance(t, Tensor) and t._grad_fn is not None:
-        t._grad_fn._name = name
+        fn = t._grad_fn
+        fn._name = name
+        if inputs is not None:
+            fn._shown = tuple(
+                x._edge_and_fn()[1] if isinstance(x, Tensor) else (None, 0) for x in inputs
+            )
+        fn._pinned = pinned
     return t
 
 
@@ -128,7 +138,7 @@ def sub(input, other, *, alpha=1):
 
 
 def rsub(input, other, *, alpha=1):
-    return _named(sub(other, input * alpha if alpha != 1 else input), "RsubBackward1")
+    return _named(sub(other, input * alpha if alpha != 1 else input), "RsubBackward1", (input,))
 
 
 def mul(input, other):
@@ -255,7 +265,7 @@ square = _unary(ew.square_p, "PowBackward0", floating=False)
 
 
 def rsqrt(input):
-    return _named(reciprocal(sqrt(input)), "RsqrtBackward0")
+    return _named(reciprocal(sqrt(input)), "RsqrtBackward0", (input,))
 
 
 def sigmoid(input):
@@ -264,12 +274,12 @@ def sigmoid(input):
         x = x._astype(get_default_dtype())
     # 1 / (1 + exp(-x)) overflows harmlessly to 0 for very negative x
     with np.errstate(over="ignore"):
-        return _named(reciprocal(add(exp(neg(x)), 1.0)), "SigmoidBackward0")
+        return _named(reciprocal(add(exp(neg(x)), 1.0)), "SigmoidBackward0", (x,))
 
 
 def relu(input):
     x = _as_tensor(input)
-    return _named(where(gt(x, 0), x, 0), "ReluBackward0")
+    return _named(where(gt(x, 0), x, 0), "ReluBackward0", (x,))
 
 
 def atan2(input, other):
@@ -294,7 +304,8 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
         out = where(lt(x, min), _cast(min, x.dtype) if isinstance(min, Tensor) else min, out)
     if max is not None:
         out = where(gt(x, max), _cast(max, x.dtype) if isinstance(max, Tensor) else max, out)
-    return _named(out, "ClampBackward1")
+    bounds = [b for b in (min, max) if isinstance(b, Tensor)]
+    return _named(out, "ClampBackward1" if not bounds else "ClampBackward0", (x, *bounds))
 
 
 clip = clamp
@@ -444,7 +455,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch'
         x = x._astype(np.int64)
     axes = _dims(dim, x.ndim)
     out = reduction.sum(x, tuple(range(x.ndim)) if axes is None else axes, keepdim)
-    return _named(out, "SumBackward0" if dim is None else "SumBackward1")
+    return _named(out, "SumBackward0" if dim is None else "SumBackward1", (input,))
 
 
 @_numpy_names
@@ -461,7 +472,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     axes = tuple(range(x.ndim)) if axes is None else axes
     count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
     out = div(reduction.sum(x, axes, keepdim), count)
-    return _named(out, "MeanBackward0" if dim is None else "MeanBackward1")
+    name = "MeanBackward0" if dim is None else "MeanBackward1"
+    return _named(out, name, (input,), pinned=True)
 
 
 @_numpy_names
@@ -483,7 +495,7 @@ def var(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
     n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
     centered = sub(x, mean(x, axes, keepdim=True))
     total = reduction.sum(mul(centered, centered), axes, keepdim)
-    return _named(div(total, builtins.max(n - correction, 0)), "VarBackward0")
+    return _named(div(total, builtins.max(n - correction, 0)), "VarBackward0", (input,))
 
 
 @_numpy_names
@@ -491,6 +503,7 @@ def std(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
     return _named(
         sqrt(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)),
         "StdBackward0",
+        (input,),
     )
 
 
@@ -517,7 +530,7 @@ def _reduce_choose(which: str):
         if not keepdim and x.ndim:
             values = squeeze(values, d)
             index = squeeze(index, d)
-        _named(values, f"{which.capitalize()}Backward0")
+        _named(values, f"{which.capitalize()}Backward0", (x,))
         return _values_indices(values, _as_tensor(index))
 
     f.__name__ = which
@@ -565,7 +578,7 @@ def logsumexp(input, dim, keepdim=False):
     m = reduction.max(x.detach(), axes, True)
     m = where(isfinite(m), m, 0.0)
     out = add(log(reduction.sum(exp(sub(x, m)), axes, True)), m)
-    return _named(out if keepdim else squeeze(out, axes), "LogsumexpBackward0")
+    return _named(out if keepdim else squeeze(out, axes), "LogsumexpBackward0", (input,))
 
 
 @_numpy_names
@@ -573,13 +586,13 @@ def softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
     (d,) = _dims(dim, x.ndim)
     e = exp(sub(x, reduction.max(x.detach(), (d,), True)))
-    return _named(div(e, reduction.sum(e, (d,), True)), "SoftmaxBackward0")
+    return _named(div(e, reduction.sum(e, (d,), True)), "SoftmaxBackward0", (input,))
 
 
 @_numpy_names
 def log_softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
-    return _named(sub(x, logsumexp(x, dim, keepdim=True)), "LogSoftmaxBackward0")
+    return _named(sub(x, logsumexp(x, dim, keepdim=True)), "LogSoftmaxBackward0", (input,))
 
 
 def norm(input, p="fro", dim=None, keepdim=False):
@@ -631,7 +644,7 @@ def _shape_args(args) -> tuple[int, ...]:
 def reshape(input, *shape_):
     x = _as_tensor(input)
     new = _shape_args(shape_)
-    return _named(tnp.reshape(x, new), "ViewBackward0")
+    return _named(tnp.reshape(x, new), "ViewBackward0", (x,))
 
 
 def view(input, *shape_):
@@ -698,7 +711,7 @@ def squeeze(input, dim=None):
     dims = tuple(d for d in dims if x.shape[d] == 1)
     if not dims:
         return x
-    return _named(tnp.squeeze(x, axis=dims), "SqueezeBackward1")
+    return _named(tnp.squeeze(x, axis=dims), "SqueezeBackward1", (x,))
 
 
 def expand(input, *sizes):
@@ -735,7 +748,8 @@ concat = concatenate = cat
 def stack(tensors, dim=0):
     tensors = [_as_tensor(x) for x in tensors]
     dtype = result_type(*tensors)
-    return _named(tnp.stack([_cast(x, dtype) for x in tensors], axis=dim), "StackBackward0")
+    out = tnp.stack([_cast(x, dtype) for x in tensors], axis=dim)
+    return _named(out, "StackBackward0", tensors)
 
 
 def chunk(input, chunks, dim=0):
@@ -762,7 +776,7 @@ def unbind(input, dim=0):
 def select(input, dim, index):
     x = _as_tensor(input)
     key = (slice(None),) * (dim % x.ndim) + (index,)
-    return _named(x[key], "SelectBackward0")
+    return _named(x[key], "SelectBackward0", (x,))
 
 
 def narrow(input, dim, start, length):
@@ -776,7 +790,7 @@ def gather(input, dim, index):
 
 
 def clone(input):
-    out = bind(shape.ascontiguousarray_p, _as_tensor(input))
+    out = bind(ew.positive_p, _as_tensor(input))  # a copy that keeps 0-d tensors 0-d
     return _named(out, "CloneBackward0")
 
 
@@ -814,7 +828,7 @@ def manual_seed(seed: int):
 def _factory(values, dtype, requires_grad) -> Tensor:
     t = Tensor._wrap(values if dtype is None else values.astype(dtype, copy=False))
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True, _FACTORY_FLAG)
     return t
 
 
@@ -947,24 +961,47 @@ def _getitem(self, index):
         and builtins.all(isinstance(i, int | slice) for i in index)
         and builtins.any(isinstance(i, int) for i in index)
     ):
-        _named(out, "SelectBackward0")
+        _named(out, "SelectBackward0", (self,))
     return out
+
+
+def _is_basic(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return builtins.all(
+        i is None or i is Ellipsis or isinstance(i, int | slice) and not isinstance(i, bool)
+        for i in items
+    )
 
 
 def _setitem(self, index, value):
     """`x[index] = value`, as a new value for `x` (functional), recorded when needed."""
+    from tracegrad.autograd.grad_mode import _enabled
+
+    basic = _is_basic(index)
+    if basic and _enabled.get() and self._requires_grad and self._grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
     self._check_inplace()
+    target = np.empty(self.shape, bool)[tnp_index(index)].shape
+    vshape = value.shape if isinstance(value, Tensor) else np.shape(value)
+    try:
+        np.broadcast_shapes(vshape, target)
+        if len(vshape) > len(target) and builtins.any(
+            d != 1 for d in vshape[: len(vshape) - len(target)]
+        ):
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(_expand_message(vshape, target)) from None
     old = self._snapshot()
     if not isinstance(value, Tensor):
         value = np.asarray(value, dtype=self.dtype)
     elif value.dtype != self.dtype:
         value = value._astype(self.dtype)
     records = old._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
-    from tracegrad.autograd.grad_mode import _enabled
-
     if not (records and _enabled.get()):
         arr = old._cell.value.copy()
-        arr[index] = value._cell.value if isinstance(value, Tensor) else value
+        arr[tnp_index(index)] = value._cell.value if isinstance(value, Tensor) else value
         return self._rebind(Tensor._wrap(arr))
     keep = np.ones(self.shape, bool)
     keep[tnp_index(index)] = False
@@ -973,10 +1010,21 @@ def _setitem(self, index, value):
 
     z = zeros(self.shape, dtype=self.dtype, requires_grad=True)
     picked = z[index]
-    placed = _grad(
-        picked, z, grad_outputs=expand(_as_tensor(value), picked.shape), create_graph=True
-    )[0]
-    return self._rebind(_named(add(where(keep, old, 0), placed), "CopySlices"))
+    value = _as_tensor(value)
+    if value.ndim > picked.ndim:
+        value = reshape(value, picked.shape)
+    placed = _grad(picked, z, grad_outputs=expand(value, picked.shape), create_graph=True)[0]
+    name = "torch::autograd::CopySlices" if basic else "IndexPutBackward0"
+    return self._rebind(_named(add(where(keep, old, 0), placed), name, (old, value)))
+
+
+def _expand_message(vshape, target) -> str:
+    return (
+        f"The expanded size of the tensor ({target[-1] if target else 1}) must match the "
+        f"existing size ({vshape[-1] if vshape else 1}) at non-singleton dimension "
+        f"{builtins.max(len(target) - 1, 0)}.  Target sizes: {list(target)}.  "
+        f"Tensor sizes: {list(vshape)}"
+    )
 
 
 def tnp_index(index):

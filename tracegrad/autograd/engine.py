@@ -18,6 +18,7 @@ import numpy as np
 
 from tracegrad.autograd.function import AccumulateGrad, GradFn
 from tracegrad.autograd.grad_mode import _enabled
+from tracegrad.core import bind
 from tracegrad.ir.graph import Edge, Graph, Node
 from tracegrad.tensor import Tensor, type_string
 from tracegrad.transforms.vjp import PassHooks, backward_pass, force
@@ -180,7 +181,7 @@ def _collect(root_fns) -> list[GradFn]:
             continue
         seen.add(id(fn))
         stack.append((fn, True))
-        for nxt, _ in reversed(fn.next_functions):
+        for nxt, _ in reversed(fn._next):
             if isinstance(nxt, GradFn) and id(nxt) not in seen:
                 stack.append((nxt, False))
     return order
@@ -198,7 +199,7 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
     fn_of = {fn.node: fn for fn in order}
     leaves: dict[Node, AccumulateGrad] = {}
     for fn in order:
-        for nxt, _ in fn.next_functions:
+        for nxt, _ in fn._next:
             if isinstance(nxt, AccumulateGrad):
                 leaves[nxt.node] = nxt
     for fn in root_fns:
@@ -221,9 +222,11 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
                 captures.setdefault(t._grad_fn.node, {})[t._index] = pos
                 reached.append(t._grad_fn.node in fn_of)
     sources = {acc.node for acc, _ in target_leaves} | set(captures)
-    runs: set[Node] = set()
+    # nodes that run: those between the outputs and what we differentiate with respect to;
+    # backward(inputs=[non-leaf]) also runs the non-leaf's own node, as PyTorch does
+    runs: set[Node] = set(captures) if accumulate else set()
     for fn in order:
-        for nxt, _ in fn.next_functions:
+        for nxt, _ in fn._next:
             if nxt is not None and (nxt.node in sources or nxt.node in runs):
                 runs.add(fn.node)
                 break
@@ -320,10 +323,12 @@ def _accumulate(var: Tensor, g, create: bool) -> None:
         return
     if old is None:
         if g._grad_fn is not None:
-            from tracegrad.primitives.shape import ascontiguousarray
+            from tracegrad.primitives.elementwise import positive_p
 
-            g = ascontiguousarray(g)
-            g._grad_fn._name = "CopyBackwards"
+            source = g._edge_and_fn()[1]
+            g = bind(positive_p, g)  # a copy node, as PyTorch's first write
+            g._grad_fn._name = "torch::autograd::CopyBackwards"
+            g._grad_fn._shown = ((None, 0), source)
         var._grad = g
     else:
         var._grad = old + g

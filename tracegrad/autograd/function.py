@@ -57,6 +57,85 @@ SAVES_NOTHING = frozenset(
     }
 )
 
+# Primitives whose vjp rule reads the output value: an in-place change of the output tensor
+# makes a later backward raise PyTorch's version error (for the others, as for PyTorch's
+# MulBackward0, changing the output is harmless). A test checks the others ignore `out`.
+READS_OUTPUT = frozenset(
+    {
+        "cbrt",
+        "clip",
+        "cumprod",
+        "divide",
+        "exp",
+        "exp2",
+        "expm1",
+        "fmax",
+        "fmin",
+        "hypot",
+        "logaddexp",
+        "logaddexp2",
+        "max",
+        "maximum",
+        "min",
+        "minimum",
+        "power",
+        "prod",
+        "reciprocal",
+        "sqrt",
+        "tan",
+        "tanh",
+    }
+)
+
+# Primitives whose vjp rule reads the values of its floating-point inputs (exp or tanh read
+# only their output; add only shapes). Only these version-stamp their float tensor inputs,
+# so changing `x` in place after `y = x.exp()` is harmless, as in PyTorch. Integer and bool
+# inputs (indices, conditions) are always read. A test checks the others ignore the values.
+READS_INPUTS = frozenset(
+    {
+        "absolute",
+        "arccos",
+        "arccosh",
+        "arcsin",
+        "arcsinh",
+        "arctan",
+        "arctan2",
+        "arctanh",
+        "clip",
+        "copysign",
+        "cos",
+        "cosh",
+        "cumprod",
+        "divide",
+        "dot",
+        "einsum",
+        "fabs",
+        "fmax",
+        "fmin",
+        "fmod",
+        "hypot",
+        "log",
+        "log10",
+        "log1p",
+        "log2",
+        "logaddexp",
+        "logaddexp2",
+        "matmul",
+        "max",
+        "maximum",
+        "min",
+        "minimum",
+        "multiply",
+        "power",
+        "prod",
+        "remainder",
+        "sin",
+        "sinh",
+        "square",
+        "tensordot",
+    }
+)
+
 # PyTorch's names for the nodes of the same operations; others are derived from the name.
 _TORCH_NAMES = {
     "multiply": "MulBackward0",
@@ -153,7 +232,8 @@ class GradFn(_Hooks):
 
     __slots__ = (
         "node",
-        "next_functions",
+        "_next",
+        "_shown",
         "_inputs",
         "_values",
         "_out",
@@ -165,6 +245,7 @@ class GradFn(_Hooks):
         "_retained",
         "_name",
         "_metadata",
+        "_pinned",
         "__weakref__",
     )
 
@@ -173,7 +254,8 @@ class GradFn(_Hooks):
 
     def __init__(self, node: Node, next_functions: tuple, inputs, values, out, versions):
         self.node = node
-        self.next_functions = next_functions
+        self._next = next_functions  # what the engine walks: one entry per node input
+        self._shown = None  # what `next_functions` shows, when a composite sets it
         if node.prim.name in SAVES_NOTHING:
             self._state = GradFn.NOTHING
             self._inputs = self._values = self._out = self._versions = None
@@ -186,9 +268,24 @@ class GradFn(_Hooks):
         self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = None
         self._name = None
         self._metadata = None
+        self._pinned = False
 
     def name(self) -> str:
         return self._name or torch_name(self.node)
+
+    @property
+    def next_functions(self) -> tuple:
+        """The producers of this node's inputs, as PyTorch lists them: a condition (bool) and
+        a Python-number exponent are not inputs there; composites show their own inputs."""
+        if self._shown is not None:
+            return self._shown
+        node = self.node
+        pow_scalar = node.prim.name == "power" and node.inputs[1].aval.weak_type
+        return tuple(
+            nxt
+            for i, (nxt, e) in enumerate(zip(self._next, node.inputs))
+            if e.aval.dtype.kind != "b" and not (pow_scalar and i == 1)
+        )
 
     @property
     def metadata(self) -> dict:
@@ -197,11 +294,12 @@ class GradFn(_Hooks):
         return self._metadata
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{self.name().removeprefix('torch::autograd::')} object at {id(self):#x}>"
 
     # -- saved values -------------------------------------------------------------------------
     def release(self) -> None:
-        if self._state == GradFn.SAVED:
+        # pinned: a composite whose PyTorch node saves only sizes (mean divides by a count)
+        if self._state == GradFn.SAVED and not self._pinned:
             self._state = GradFn.FREED
             self._inputs = self._values = self._out = self._versions = None
 
@@ -219,8 +317,10 @@ class GradFn(_Hooks):
             raise RuntimeError(FREED)
         for cell, version, owner in self._versions:
             if cell.version != version:
-                if owner is not None and owner[0] is None:
-                    owner = (self, owner[1])
+                if isinstance(owner, int):  # output `owner` of this node
+                    owner = (self, owner)
+                elif owner is not None:  # an input tensor: named by its node now, as PyTorch
+                    owner = (owner._grad_fn, owner._index) if owner._grad_fn else None
                 raise RuntimeError(_version_message(cell, version, owner))
         if not as_tensors:
             return list(self._values), self._out
@@ -250,7 +350,7 @@ class AccumulateGrad(_Hooks):
     It holds its tensor; the tensor holds it weakly (as in PyTorch), so there is no cycle."""
 
     __slots__ = ("variable", "node", "_pre_hooks", "_post_hooks", "__weakref__")
-    next_functions = ()
+    next_functions = _next = ()
 
     def __init__(self, variable, node: Node):
         self.variable = variable

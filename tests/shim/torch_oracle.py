@@ -1,0 +1,203 @@
+"""PyTorch as the oracle of the shim's tests: run one scenario in both libraries, compare.
+
+A scenario is a function of the library module (`torch` or `tracegrad`), written once with the
+names both share (`lib.tensor`, `lib.autograd.grad`, `lib.no_grad`, `lib.float64`, methods).
+`run_both` runs it in tracegrad and, where torch is installed, in torch, and compares what it
+returns (tensors by value, dtype and `requires_grad`), the errors it caught with `attempt`
+(type and first line of the message) and the warnings it raised (category and first line).
+PyTorch's messages are first normalized (`normalize_torch_message`), as SHIM_SEMANTICS.md says.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import tracegrad
+
+try:  # torch is optional: without it the scenarios run in tracegrad only
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+
+_TENSOR_TYPES = {
+    "Half": "float16",
+    "Float": "float32",
+    "Double": "float64",
+    "BFloat16": "bfloat16",
+    "Byte": "uint8",
+    "Char": "int8",
+    "Short": "int16",
+    "Int": "int32",
+    "Long": "int64",
+    "Bool": "bool",
+    "ComplexFloat": "complex64",
+    "ComplexDouble": "complex128",
+}
+
+
+def normalize_torch_message(msg: str) -> str:
+    """The first line of a PyTorch message in tracegrad's terms.
+
+    `torch.Size([2, 3])` becomes `(2, 3)` (`torch.Size([3])` -> `(3,)`, `torch.Size([])` -> `()`)
+    and tensor type names become NumPy dtype names (`torch.FloatTensor` -> `float32`); the
+    C++ provenance suffix of warnings (` (Triggered internally at ...)`) goes.
+    """
+    line = str(msg).split("\n", 1)[0]
+    line = re.sub(r" \(Triggered internally at [^)]*\)$", "", line)
+
+    def size(m: re.Match) -> str:
+        dims = [d.strip() for d in m.group(1).split(",") if d.strip()]
+        return repr(tuple(int(d) for d in dims))
+
+    line = re.sub(r"torch\.Size\(\[([^\]]*)\]\)", size, line)
+    return re.sub(
+        r"torch\.(\w+?)Tensor\b",
+        lambda m: _TENSOR_TYPES.get(m.group(1), m.group(0)),
+        line,
+    )
+
+
+def first_line(msg) -> str:
+    return str(msg).split("\n", 1)[0]
+
+
+@dataclass(frozen=True)
+class Raised:
+    """An exception a scenario caught: its type's name and its message's first line."""
+
+    type: str
+    message: str
+
+
+def attempt(fn, *args, **kwargs):
+    """`fn(*args, **kwargs)`, or a `Raised` describing the exception it raised."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - every exception is a result to compare
+        return Raised(type(e).__name__, first_line(e))
+
+
+def fn_tree(grad_fn, depth: int = 2):
+    """`grad_fn` as `(name, ((next, index), ...))` down to `depth` levels (names below)."""
+    if grad_fn is None:
+        return None
+    if depth == 0:
+        return grad_fn.name()
+    nexts = tuple((fn_tree(f, depth - 1), i) for f, i in grad_fn.next_functions)
+    return (grad_fn.name(), nexts)
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A tensor as compared: its values, dtype name, `requires_grad` and `is_leaf`."""
+
+    value: np.ndarray = field(compare=False)
+    dtype: str
+    requires_grad: bool
+    is_leaf: bool
+
+
+@dataclass
+class Outcome:
+    """What a scenario did in one library: `value` is what it returned (tracegrad objects, for
+    further checks), `plain` the same made comparable, `warnings` (category, first line)."""
+
+    value: object
+    plain: object
+    warnings: list
+
+
+def _plain(x, is_torch: bool):
+    if isinstance(x, tracegrad.Tensor) or (is_torch and isinstance(x, torch.Tensor)):
+        arr = np.array(x.detach().numpy(), copy=True)
+        dtype = str(x.dtype).removeprefix("torch.") if is_torch else x.dtype.name
+        return TensorValue(arr, dtype, bool(x.requires_grad), bool(x.is_leaf))
+    if isinstance(x, Raised):
+        return Raised(x.type, normalize_torch_message(x.message)) if is_torch else x
+    if isinstance(x, tuple | list):
+        return tuple(_plain(v, is_torch) for v in x)
+    if isinstance(x, dict):
+        return {k: _plain(v, is_torch) for k, v in x.items()}
+    if x is None or isinstance(x, bool | int | float | str | np.ndarray | np.generic):
+        return x
+    if is_torch and isinstance(x, torch.dtype):
+        return str(x).removeprefix("torch.")
+    if isinstance(x, np.dtype):
+        return x.name
+    raise TypeError(f"scenario returned a {type(x).__name__}; return tensors, names or values")
+
+
+def _run(scenario, lib, is_torch: bool) -> Outcome:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = scenario(lib)
+        except Exception as e:
+            where = "torch" if is_torch else "tracegrad"
+            raise AssertionError(
+                f"the scenario raised in {where} outside `attempt`:\n{traceback.format_exc()}"
+            ) from e
+    notes = [
+        (
+            w.category.__name__,
+            normalize_torch_message(w.message) if is_torch else first_line(w.message),
+        )
+        for w in caught
+    ]
+    return Outcome(value, _plain(value, is_torch), notes)
+
+
+def assert_same(ours, theirs, rtol: float, atol: float, path: str = "result") -> None:
+    """`ours` (tracegrad) equals `theirs` (torch), both made plain; tensors up to tolerance."""
+    if isinstance(theirs, TensorValue):
+        assert isinstance(ours, TensorValue), f"{path}: torch gave a tensor, tracegrad {ours!r}"
+        assert ours == theirs, f"{path}: tracegrad {ours} but torch {theirs}"
+        assert ours.value.shape == theirs.value.shape, (
+            f"{path}: tracegrad shape {ours.value.shape} but torch {theirs.value.shape}"
+        )
+        np.testing.assert_allclose(
+            ours.value, theirs.value, rtol=rtol, atol=atol, err_msg=path, equal_nan=True
+        )
+    elif isinstance(theirs, tuple):
+        assert isinstance(ours, tuple) and len(ours) == len(theirs), (
+            f"{path}: tracegrad {ours!r} but torch {theirs!r}"
+        )
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            assert_same(a, b, rtol, atol, f"{path}[{i}]")
+    elif isinstance(theirs, dict):
+        assert isinstance(ours, dict) and ours.keys() == theirs.keys(), f"{path}: keys differ"
+        for k in theirs:
+            assert_same(ours[k], theirs[k], rtol, atol, f"{path}[{k!r}]")
+    elif isinstance(theirs, float) and not isinstance(ours, bool):
+        assert isinstance(ours, float | int), f"{path}: tracegrad {ours!r} but torch {theirs!r}"
+        assert np.isclose(ours, theirs, rtol=rtol, atol=atol), f"{path}: {ours} vs {theirs}"
+    else:
+        assert ours == theirs, f"{path}: tracegrad {ours!r} but torch {theirs!r}"
+
+
+def run_both(scenario, *, rtol: float = 1e-6, atol: float = 0.0, warns: bool = True) -> Outcome:
+    """Run `scenario(lib)` in tracegrad and (if installed) torch; assert they agree.
+
+    Returns tracegrad's `Outcome`, so a test can add closed-form checks that also hold where
+    torch is missing. Exceptions must be caught inside the scenario with `attempt`; any other
+    exception fails the test. `warns=False` skips comparing warnings.
+    """
+    ours = _run(scenario, tracegrad, False)
+    if torch is not None:
+        theirs = _run(scenario, torch, True)
+        assert_same(ours.plain, theirs.plain, rtol, atol)
+        if warns:
+            assert ours.warnings == theirs.warnings, (
+                f"warnings: tracegrad {ours.warnings} but torch {theirs.warnings}"
+            )
+    return ours
+
+
+def numpy_of(t) -> np.ndarray:
+    """A tracegrad tensor's values (detached), for closed-form checks."""
+    return np.asarray(t.detach().numpy())
