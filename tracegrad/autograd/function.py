@@ -64,6 +64,7 @@ READS_OUTPUT = frozenset(
     {
         "cbrt",
         "clip",
+        "copysign",
         "cumprod",
         "divide",
         "exp",
