@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tracegrad import autograd, numpy, tree
+from tracegrad import autograd, nn, numpy, optim, tree
 from tracegrad.api import grad, stop_gradient, value_and_grad, vjp
 from tracegrad.api_forward import jvp, linearize
 from tracegrad.api_jacobian import hessian, jacfwd, jacrev
@@ -57,6 +57,8 @@ __all__ = [
     "vmap",
     "Tensor",
     "autograd",
+    "nn",
+    "optim",
     "enable_grad",
     "get_default_dtype",
     "inference_mode",

@@ -325,6 +325,9 @@ def where(condition, input, other):
 
 
 def lerp(input, end, weight):
+    """PyTorch's rounding: from `input` for small weights, from `end` for large ones."""
+    if isinstance(weight, int | float) and builtins.abs(weight) >= 0.5:
+        return sub(end, mul(sub(end, input), 1 - weight))
     return add(input, mul(weight, sub(end, input)))
 
 
@@ -333,8 +336,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
-    q = div(tensor1, tensor2)
-    return add(input, mul(q, value) if value != 1 else q)
+    # PyTorch's order: (value * tensor1) / tensor2
+    return add(input, div(mul(tensor1, value) if value != 1 else tensor1, tensor2))
 
 
 def masked_fill(input, mask, value):
@@ -471,7 +474,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     axes = _dims(dim, x.ndim)
     axes = tuple(range(x.ndim)) if axes is None else axes
     count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
-    out = div(reduction.sum(x, axes, keepdim), count)
+    with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, quietly
+        out = div(reduction.sum(x, axes, keepdim), count)
     name = "MeanBackward0" if dim is None else "MeanBackward1"
     return _named(out, name, (input,), pinned=True)
 

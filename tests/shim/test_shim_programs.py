@@ -24,7 +24,9 @@ ORDER2_OPS = [name for name in available_ops(smooth=True) if name != "prod"]
 def _close(actual, expected, dtype, scale=1.0):
     rtol = 2e-4 if dtype == np.float32 else 1e-9
     np.testing.assert_allclose(
-        np.asarray(actual, np.float64), np.asarray(expected, np.float64), rtol=rtol,
+        np.asarray(actual, np.float64),
+        np.asarray(expected, np.float64),
+        rtol=rtol,
         atol=rtol * max(1.0, scale),
     )
 
