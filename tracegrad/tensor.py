@@ -584,36 +584,53 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
             nxt = _NO_NEXT
         edges.append(edge)
         nexts.append(nxt)
-    outs = out if prim.multiple_results else (out,)
-    outs = tuple(_readonly(o) for o in outs)
-    node = Node(
-        prim,
-        tuple(edges),
-        Params(params) if params else EMPTY_PARAMS,
-        tuple(Aval(o.shape, o.dtype) for o in outs),
-    )
-    cells = [_Cell(o) for o in outs]
-    fn = GradFn(
-        node,
-        tuple(nexts),
-        tuple(args),
-        tuple(values),
-        outs if prim.multiple_results else outs[0],
-        versions,
-    )
-    results = []
-    for i, cell in enumerate(cells):
+    params = Params(params) if params else EMPTY_PARAMS
+    if not prim.multiple_results:  # the common case, kept short
+        out = _readonly(out)
+        node = Node(prim, tuple(edges), params, (_aval(out),))
+        cell = _Cell(out)
+        fn = GradFn(node, tuple(nexts), args, tuple(values), out, versions)
         t = Tensor.__new__(Tensor)
-        t._init(cell, fn, i)
-        if cell.value.dtype.kind not in "fc":
+        t._init(cell, fn, 0)
+        if out.dtype.kind not in "fc":
             t._grad_fn = None
             t._requires_grad = False
         elif fn._state == GradFn.SAVED and prim.name in READS_OUTPUT:
-            versions.append((cell, 0, i))  # output i of this node (an int: no cycle)
+            versions.append((cell, 0, 0))  # output 0 of this node (an int: no cycle)
+        if prim.view_of is not None:
+            t._base = _root_base(args[prim.view_of])
+        return t
+    outs = tuple(_readonly(o) for o in out)
+    node = Node(prim, tuple(edges), params, tuple(_aval(o) for o in outs))
+    fn = GradFn(node, tuple(nexts), args, tuple(values), outs, versions)
+    results = []
+    for i, o in enumerate(outs):
+        cell = _Cell(o)
+        t = Tensor.__new__(Tensor)
+        t._init(cell, fn, i)
+        if o.dtype.kind not in "fc":
+            t._grad_fn = None
+            t._requires_grad = False
+        elif fn._state == GradFn.SAVED and prim.name in READS_OUTPUT:
+            versions.append((cell, 0, i))
         if prim.view_of is not None:
             t._base = _root_base(args[prim.view_of])
         results.append(t)
-    return tuple(results) if prim.multiple_results else results[0]
+    return tuple(results)
+
+
+_AVALS: dict = {}
+
+
+def _aval(value: np.ndarray) -> Aval:
+    """The aval of an array, shared per (shape, dtype): cheaper than building one per node."""
+    key = (value.shape, value.dtype)
+    aval = _AVALS.get(key)
+    if aval is None:
+        if len(_AVALS) > 10_000:
+            _AVALS.clear()
+        aval = _AVALS[key] = Aval(value.shape, value.dtype)
+    return aval
 
 
 def _result(out, prim, args) -> Tensor:

@@ -17,10 +17,17 @@ from collections import namedtuple
 import numpy as np
 
 from tracegrad import numpy as tnp
-from tracegrad.core import bind
+from tracegrad.core import _current_trace, bind
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import reduction, shape
-from tracegrad.tensor import _FACTORY_FLAG, Tensor, _check_device, get_default_dtype, tensor
+from tracegrad.tensor import (
+    _FACTORY_FLAG,
+    Tensor,
+    _check_device,
+    get_default_dtype,
+    record,
+    tensor,
+)
 
 # -- promotion ------------------------------------------------------------------------------
 
@@ -81,16 +88,27 @@ def _cast(x, dtype):
     return x  # Python scalars stay weak: NumPy computes in the array's dtype
 
 
+_NO_PARAMS: dict = {}
+
+
+def _apply(prim, *args):
+    """`bind(prim, *args)` with tensors: straight to `record` when no trace is active (the
+    eager path, two calls shorter); inside a trace, `bind` decides."""
+    if _current_trace.get() is None:
+        return record(prim, args, _NO_PARAMS)
+    return bind(prim, *args)
+
+
 def _binary(prim, a, b, *, floating=False):
     # fast paths: the same dtype on both sides, or a float tensor with a Python number
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):
             if a.dtype == b.dtype and (not floating or a.dtype.kind in "fc"):
-                return bind(prim, a, b)
+                return _apply(prim, a, b)
         elif type(b) in (int, float) and a.dtype.kind in "fc":
-            return bind(prim, a, b)
+            return _apply(prim, a, b)
     elif type(a) in (int, float) and isinstance(b, Tensor) and b.dtype.kind in "fc":
-        return bind(prim, a, b)
+        return _apply(prim, a, b)
     dtype = result_type(a, b)
     if floating and dtype.kind in "biu":
         dtype = get_default_dtype()
@@ -226,7 +244,7 @@ def _unary(prim, torch_name=None, *, floating=True):
         x = _as_tensor(input)
         if floating and x.dtype.kind in "biu":
             x = x._astype(get_default_dtype())
-        out = bind(prim, x)
+        out = _apply(prim, x)
         return _named(out, torch_name) if torch_name else out
 
     f.__name__ = torch_name or prim.name
