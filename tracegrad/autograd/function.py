@@ -10,6 +10,8 @@ nothing points back: dropping the last tensor of a graph frees it by reference c
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from tracegrad.ir.graph import Node
@@ -188,6 +190,9 @@ def torch_name(node: Node) -> str:
     return "".join(part.capitalize() for part in name.split("_")) + "Backward0"
 
 
+_counter = itertools.count()
+
+
 class RemovableHandle:
     """What `register_hook` returns: `.remove()` takes the hook out again."""
 
@@ -247,6 +252,7 @@ class GradFn(_Hooks):
         "_name",
         "_metadata",
         "_pinned",
+        "_seq",
         "__weakref__",
     )
 
@@ -255,6 +261,7 @@ class GradFn(_Hooks):
 
     def __init__(self, node: Node, next_functions: tuple, inputs, values, out, versions):
         self.node = node
+        self._seq = next(_counter)  # creation order is topological order
         self._next = next_functions  # what the engine walks: one entry per node input
         self._shown = None  # what `next_functions` shows, when a composite sets it
         if node.prim.name in SAVES_NOTHING:
@@ -324,7 +331,7 @@ class GradFn(_Hooks):
                     owner = (owner._grad_fn, owner._index) if owner._grad_fn else None
                 raise RuntimeError(_version_message(cell, version, owner))
         if not as_tensors:
-            return list(self._values), self._out
+            return self._values, self._out
         from tracegrad.tensor import Tensor  # the tensor module sits above this one
 
         ins = list(self._inputs)

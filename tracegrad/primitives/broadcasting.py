@@ -98,4 +98,6 @@ def unbroadcast(x_bar, aval: Aval | tuple[int, ...]):
 def shape_of(x) -> tuple[int, ...]:
     """Shape of an array, NumPy scalar, Python scalar or tracer, without NumPy dispatch."""
     s = getattr(x, "shape", None)
-    return () if s is None else tuple(s)
+    if s is None:
+        return ()
+    return s if type(s) is tuple else tuple(s)

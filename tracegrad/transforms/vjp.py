@@ -74,7 +74,7 @@ def conform(value, aval, rule: str, prim_name: str):
     """A derivative value as the value it belongs to needs it: None for integer and bool
     values (they carry no derivative), the same shape (a rule's mistake otherwise), and the
     same dtype (a float32 value gets a float32 tangent or cotangent)."""
-    if value is None or not is_float(aval.dtype):
+    if value is None or aval.dtype.kind not in "fc":  # only floats carry derivatives
         return None
     if shape_of(value) != aval.shape:
         kind = "cotangent" if rule == "vjp" else "tangent"
