@@ -41,6 +41,23 @@ def get_default_dtype() -> np.dtype:
     return _default_dtype
 
 
+def _default_complex() -> np.dtype:
+    return np.dtype(np.complex64 if _default_dtype == np.float32 else np.complex128)
+
+
+def _format(value: np.ndarray) -> str:
+    """PyTorch's printing: four decimals, scientific when the magnitudes span a lot."""
+    kw = {}
+    if value.dtype.kind == "f" and value.size:
+        finite = np.abs(value[np.isfinite(value)].astype(np.float64))
+        nonzero = finite[finite != 0]
+        if nonzero.size and (nonzero.max() >= 1e8 or nonzero.max() / nonzero.min() > 1e3):
+            kw["formatter"] = {"float_kind": lambda v: f"{v:.4e}"}
+        elif bool(np.any(finite != np.round(finite))):
+            kw["floatmode"] = "fixed"
+    return np.array2string(value, separator=", ", prefix="tensor(", precision=4, **kw)
+
+
 def type_string(dtype, shape) -> str:
     """PyTorch's `torch.FloatTensor [3]` in messages, with NumPy's dtype name for the type."""
     return f"{np.dtype(dtype).name} [{', '.join(map(str, shape))}]"
@@ -306,14 +323,22 @@ class Tensor(Boxed):
     def tolist(self):
         return self._cell.value.tolist()
 
+    def _scalar(self):
+        value = self._cell.value
+        if value.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return value.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
 
     def __bool__(self) -> bool:
         value = self._cell.value
+        if value.size == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
         if value.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(value.item())
@@ -337,18 +362,12 @@ class Tensor(Boxed):
 
     def __repr__(self) -> str:
         value = self._cell.value
-        fixed = value.dtype.kind in "fc" and bool(
-            np.any(np.isfinite(value) & (value != np.round(value)))
-        )
-        body = np.array2string(
-            value,
-            separator=", ",
-            prefix="tensor(",
-            precision=4,
-            floatmode="fixed" if fixed else "maxprec",
-        )
+        body = _format(value)
         extras = []
-        if value.dtype not in (_default_dtype, np.dtype(np.int64), np.dtype(np.bool_)):
+        if value.size == 0 and value.ndim != 1:
+            extras.append(f"size={value.shape}")
+        defaults = (_default_dtype, np.dtype(np.int64), np.dtype(np.bool_), _default_complex())
+        if value.dtype not in defaults:
             extras.append(f"dtype={value.dtype.name}")
         if self._grad_fn is not None:
             name = self._grad_fn.name().removeprefix("torch::autograd::")
@@ -475,6 +494,14 @@ class Tensor(Boxed):
                 f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                 f"{list(value.shape)}"
             )
+        if result._grad_fn is None and self._grad_fn is not None and _enabled.get():
+            # a constant overwrote a recorded value (zero_, fill_, copy_ of a constant): the
+            # old value now gets a zero gradient, through a node that selects the new value
+            from tracegrad.primitives.elementwise import where_p
+
+            old = self._snapshot()
+            result = record(where_p, (np.zeros(self.shape, bool), old, result), {})
+            value = result._cell.value
         self._cell.value = value
         self._cell.version += 1
         if result._grad_fn is not None:
@@ -564,7 +591,9 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         else:
             values.append(a)
     out = prim.impl(*values, **params)
-    if not (needs and prim.differentiable and _enabled.get()):
+    # Non-differentiable primitives with float results (floor, sign) are recorded too: as in
+    # PyTorch their results require grad and pass a zero gradient. stop_gradient does not.
+    if not (needs and _enabled.get() and prim.name != "stop_gradient"):
         if prim.multiple_results:
             return tuple(_result(o, prim, args) for o in out)
         return _result(out, prim, args)

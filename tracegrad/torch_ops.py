@@ -59,6 +59,8 @@ def result_type(*operands) -> np.dtype:
                 dims = _promote(dims, x.dtype)
             else:
                 zeros = _promote(zeros, x.dtype)
+        elif isinstance(x, np.generic):  # NumPy scalars count as Python numbers, as in torch
+            scalar_rank = builtins.max(scalar_rank, _rank(x.dtype))
         elif isinstance(x, bool):
             scalar_rank = builtins.max(scalar_rank, 0)
         elif isinstance(x, int):
@@ -85,6 +87,8 @@ def _cast(x, dtype):
         return x if x.dtype == dtype else ew.astype(x, dtype)
     if isinstance(x, np.ndarray):
         return x.astype(dtype, copy=False)
+    if isinstance(x, np.generic):
+        return x.item()
     return x  # Python scalars stay weak: NumPy computes in the array's dtype
 
 
@@ -149,7 +153,24 @@ def add(input, other, *, alpha=1):
     return _binary(ew.add_p, input, other)
 
 
+_BOOL_SUB = (
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+    "invert a mask, use the `~` or `logical_not()` operator instead."
+)
+
+
+def _is_bool(x) -> bool:
+    return isinstance(x, Tensor | np.ndarray) and x.dtype == np.bool_
+
+
 def sub(input, other, *, alpha=1):
+    if _is_bool(input) and _is_bool(other):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
+        )
+    if _is_bool(input) or _is_bool(other):
+        raise RuntimeError(_BOOL_SUB)
     if alpha != 1:
         other = mul(other, alpha)
     return _binary(ew.subtract_p, input, other)
@@ -278,7 +299,19 @@ sign = _unary(ew.sign_p, floating=False)
 floor = _unary(ew.floor_p, floating=False)
 ceil = _unary(ew.ceil_p, floating=False)
 trunc = _unary(ew.trunc_p, floating=False)
-round = _unary(ew.rint_p, floating=False)  # noqa: A001 - PyTorch's name (half to even)
+_rint = _unary(ew.rint_p, floating=False)
+
+
+def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name (half to even)
+    x = _as_tensor(input)
+    if x.dtype.kind in "biu":
+        return clone(x)  # integers are already round (NumPy's rint would make floats)
+    if decimals:
+        scale = 10.0**decimals
+        return div(_rint(mul(x, scale)), scale)
+    return _rint(x)
+
+
 square = _unary(ew.square_p, "PowBackward0", floating=False)
 
 
@@ -413,6 +446,10 @@ def logical_or(input, other):
     return bind(ew.logical_or_p, input, other)
 
 
+def _array(x):
+    return _as_tensor(x).numpy(force=True)
+
+
 def equal(input, other) -> bool:
     return input.shape == other.shape and bool(
         np.array_equal(input.numpy(force=True), other.numpy(force=True))
@@ -420,11 +457,11 @@ def equal(input, other) -> bool:
 
 
 def allclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
-    return bool(np.allclose(input.numpy(force=True), np.asarray(other), rtol, atol, equal_nan))
+    return bool(np.allclose(_array(input), _array(other), rtol, atol, equal_nan))
 
 
 def isclose(input, other, rtol=1e-5, atol=1e-8, equal_nan=False) -> Tensor:
-    return tensor(np.isclose(input.numpy(force=True), np.asarray(other), rtol, atol, equal_nan))
+    return tensor(np.isclose(_array(input), _array(other), rtol, atol, equal_nan))
 
 
 # -- reductions -------------------------------------------------------------------------------
@@ -463,8 +500,14 @@ def _dims(dim, ndim: int) -> tuple[int, ...] | None:
                 f"Dimension out of range (expected to be in range of "
                 f"[{-builtins.max(ndim, 1)}, {builtins.max(ndim, 1) - 1}], but got {d})"
             )
-        out.append(d % ndim if ndim else 0)
+        if ndim:  # a 0-d tensor accepts dim 0 and -1, and has nothing to reduce
+            out.append(d % ndim)
     return tuple(sorted(out))
+
+
+def _alias(x, name: str):
+    """A new tensor with `x`'s value (PyTorch returns a new view, never the input itself)."""
+    return _named(tnp.reshape(x, x.shape), name, (x,))
 
 
 @_numpy_names
@@ -522,11 +565,11 @@ def var(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
 
 @_numpy_names
 def std(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
-    return _named(
-        sqrt(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)),
-        "StdBackward0",
-        (input,),
-    )
+    v = var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
+    # PyTorch's gradient where the deviation is 0 is 0 (sqrt's would be inf * 0 = nan)
+    zero = eq(v.detach(), 0)
+    out = where(zero, 0.0, sqrt(where(zero, 1.0, v)))
+    return _named(out, "StdBackward0", (input,))
 
 
 def _reduce_choose(which: str):
@@ -546,9 +589,12 @@ def _reduce_choose(which: str):
                 )
             # all-reduce: ties share the gradient evenly, as PyTorch's MaxBackward1
             return _named(full(x, tuple(range(x.ndim)), False), f"{which.capitalize()}Backward1")
-        (d,) = _dims(dim, x.ndim)
-        index = arg(x.detach(), d, True) if x.ndim else np.zeros((), np.int64)
-        values = tnp.take_along_axis(x, index, axis=d) if x.ndim else x
+        (d,) = _dims(dim, x.ndim) or (None,)
+        if d is None:  # a 0-d tensor: itself, at index 0
+            values = _alias(x, f"{which.capitalize()}Backward0")
+            return _values_indices(values, _as_tensor(np.zeros((), np.int64)))
+        index = arg(x.detach(), d, True)
+        values = tnp.take_along_axis(x, index, axis=d)
         if not keepdim and x.ndim:
             values = squeeze(values, d)
             index = squeeze(index, d)
@@ -580,17 +626,19 @@ def amin(input, dim=(), keepdim=False):
 @_numpy_names
 def argmax(input, dim=None, keepdim=False):
     x = _as_tensor(input).detach()
-    if dim is None:
+    axes = None if dim is None else _dims(dim, x.ndim)
+    if not axes:
         return _as_tensor(np.argmax(x.numpy()))
-    return tnp.argmax(x, axis=_dims(dim, x.ndim)[0], keepdims=keepdim)
+    return tnp.argmax(x, axis=axes[0], keepdims=keepdim)
 
 
 @_numpy_names
 def argmin(input, dim=None, keepdim=False):
     x = _as_tensor(input).detach()
-    if dim is None:
+    axes = None if dim is None else _dims(dim, x.ndim)
+    if not axes:
         return _as_tensor(np.argmin(x.numpy()))
-    return tnp.argmin(x, axis=_dims(dim, x.ndim)[0], keepdims=keepdim)
+    return tnp.argmin(x, axis=axes[0], keepdims=keepdim)
 
 
 @_numpy_names
@@ -606,15 +654,19 @@ def logsumexp(input, dim, keepdim=False):
 @_numpy_names
 def softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
-    (d,) = _dims(dim, x.ndim)
-    e = exp(sub(x, reduction.max(x.detach(), (d,), True)))
-    return _named(div(e, reduction.sum(e, (d,), True)), "SoftmaxBackward0", (input,))
+    axes = _dims(dim, x.ndim)
+    e = exp(sub(x, reduction.max(x.detach(), axes, True)))
+    return _named(div(e, reduction.sum(e, axes, True)), "SoftmaxBackward0", (input,))
 
 
 @_numpy_names
 def log_softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
-    return _named(sub(x, logsumexp(x, dim, keepdim=True)), "LogSoftmaxBackward0", (input,))
+    axes = _dims(dim, x.ndim)
+    m = reduction.max(x.detach(), axes, True)
+    shifted = sub(x, where(isfinite(m), m, 0.0))  # (x - max) - log(sum(exp(x - max)))
+    out = sub(shifted, log(reduction.sum(exp(shifted), axes, True)))
+    return _named(out, "LogSoftmaxBackward0", (input,))
 
 
 def norm(input, p="fro", dim=None, keepdim=False):
@@ -645,13 +697,19 @@ def any(input, dim=None, keepdim=False):  # noqa: A001
 @_numpy_names
 def cumsum(input, dim, *, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
-    return tnp.cumsum(x, axis=_dims(dim, x.ndim)[0])
+    (d,) = _dims(dim, x.ndim) or (None,)
+    if d is None:
+        return _alias(x, "CumsumBackward0")
+    return tnp.cumsum(x, axis=d)
 
 
 @_numpy_names
 def cumprod(input, dim, *, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
-    return tnp.cumprod(x, axis=_dims(dim, x.ndim)[0])
+    (d,) = _dims(dim, x.ndim) or (None,)
+    if d is None:
+        return _alias(x, "CumprodBackward0")
+    return tnp.cumprod(x, axis=d)
 
 
 # -- shapes -----------------------------------------------------------------------------------
@@ -696,14 +754,15 @@ def t(input):
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     if x.ndim < 2:
-        return x
+        return _alias(x, "TBackward0")
     return _named(shape.transpose(x, (1, 0)), "TBackward0")
 
 
 def transpose(input, dim0, dim1):
     x = _as_tensor(input)
     if x.ndim == 0:
-        return x
+        _dims(dim0, 0), _dims(dim1, 0)
+        return _alias(x, "TransposeBackward0")
     axes = list(range(x.ndim))
     d0, d1 = _dims(dim0, x.ndim)[0], _dims(dim1, x.ndim)[0]
     axes[d0], axes[d1] = axes[d1], axes[d0]
@@ -729,10 +788,10 @@ def squeeze(input, dim=None):
     x = _as_tensor(input)
     if dim is None:
         return tnp.squeeze(x)
-    dims = _dims(dim, x.ndim) if x.ndim else ()
+    dims = _dims(dim, x.ndim)
     dims = tuple(d for d in dims if x.shape[d] == 1)
     if not dims:
-        return x
+        return _alias(x, "SqueezeBackward1")
     return _named(tnp.squeeze(x, axis=dims), "SqueezeBackward1", (x,))
 
 
@@ -893,7 +952,9 @@ def rand(*size, dtype=None, requires_grad=False, device=None, generator=None):
 
 def randint(low, high=None, size=(), *, dtype=None, device=None):
     _check_device(device)
-    if high is None:
+    if isinstance(high, tuple | list):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     return _factory(_rng.integers(low, high, tuple(size)), dtype or np.int64, False)
 
@@ -1155,6 +1216,9 @@ _METHODS = {
     "arccos": acos,
     "arctan": atan,
     "asinh": asinh,
+    "arcsinh": asinh,
+    "arccosh": acosh,
+    "arctanh": atanh,
     "acosh": acosh,
     "atanh": atanh,
     "sqrt": sqrt,

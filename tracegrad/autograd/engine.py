@@ -240,7 +240,9 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
     hooks = _Hooks(fn_of, runs, captures, create, retain, accumulate, inputs)
     token = _enabled.set(create)
     try:
-        leaf_bars = backward_pass(graph, None, seeds, (), hooks=hooks, active=sources | runs)
+        # as PyTorch, no floating-point warnings from derivatives (sqrt's at 0 is inf)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            leaf_bars = backward_pass(graph, None, seeds, (), hooks=hooks, active=sources | runs)
         results = [None] * len(inputs) if inputs is not None else []
         for pos, g in hooks.captured.items():
             results[pos] = g
