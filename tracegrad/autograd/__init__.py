@@ -1,5 +1,6 @@
 """PyTorch's `torch.autograd` surface for tracegrad tensors: `backward`, `grad`, grad modes."""
 
+from tracegrad.autograd.custom import Function, FunctionCtx, once_differentiable
 from tracegrad.autograd.engine import backward, grad
 from tracegrad.autograd.function import AccumulateGrad, GradFn, RemovableHandle
 from tracegrad.autograd.grad_mode import (
@@ -12,6 +13,8 @@ from tracegrad.autograd.grad_mode import (
 
 __all__ = [
     "AccumulateGrad",
+    "Function",
+    "FunctionCtx",
     "GradFn",
     "RemovableHandle",
     "backward",
@@ -20,5 +23,6 @@ __all__ = [
     "inference_mode",
     "is_grad_enabled",
     "no_grad",
+    "once_differentiable",
     "set_grad_enabled",
 ]

@@ -252,6 +252,7 @@ class GradFn(_Hooks):
         "_name",
         "_metadata",
         "_pinned",
+        "_on_release",
         "_seq",
         "__weakref__",
     )
@@ -277,6 +278,7 @@ class GradFn(_Hooks):
         self._name = None
         self._metadata = None
         self._pinned = False
+        self._on_release = None  # a custom Function's ctx frees what it saved
 
     def name(self) -> str:
         return self._name or torch_name(self.node)
@@ -306,6 +308,8 @@ class GradFn(_Hooks):
 
     # -- saved values -------------------------------------------------------------------------
     def release(self) -> None:
+        if self._on_release is not None:
+            self._on_release()
         # pinned: a composite whose PyTorch node saves only sizes (mean divides by a count)
         if self._state == GradFn.SAVED and not self._pinned:
             self._state = GradFn.FREED
@@ -408,3 +412,12 @@ def _version_message(cell, version, owner) -> str:
         f"operation: {described} is at version {cell.version}; expected version {version} "
         f"instead. {_VERSION_HINT}"
     )
+
+
+def __getattr__(name: str):
+    # `torch.autograd.function.once_differentiable` lives here in PyTorch; ours is in custom.py
+    if name in ("once_differentiable", "Function", "FunctionCtx"):
+        from tracegrad.autograd import custom
+
+        return getattr(custom, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
