@@ -204,3 +204,40 @@ def test_the_graph_of_a_custom_function_is_freed_without_the_cycle_collector():
         assert fn() is None
     finally:
         gc.enable()
+
+
+def test_gradcheck_passes_a_correct_function_and_names_the_mismatch_like_torch():
+    for M in (tg, torch):
+        Exp, _, _ = _functions(M)
+        x = M.tensor([0.3, -0.7], dtype=M.float64, requires_grad=True)
+        assert M.autograd.gradcheck(Exp.apply, (x,))
+
+    def wrong(M):
+        class Wrong(M.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g  # should be 2 x g
+
+        return Wrong
+
+    firsts = []
+    for M in (tg, torch):
+        x = M.tensor([0.3, -0.7], dtype=M.float64, requires_grad=True)
+        with pytest.raises(RuntimeError) as e:
+            M.autograd.gradcheck(wrong(M).apply, (x,))
+        firsts.append(str(e.value).splitlines()[0])
+    assert firsts[0] == firsts[1] == "Jacobian mismatch for output 0 with respect to input 0,"
+
+
+def test_gradcheck_warns_about_single_precision_like_torch():
+    for M in (tg, torch):
+        x = M.tensor([0.3, -0.7], requires_grad=True)
+        with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double"):
+            try:
+                M.autograd.gradcheck(lambda t: t * 2, (x,), raise_exception=False)
+            except RuntimeError:
+                pass

@@ -10,16 +10,19 @@ from tracegrad.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from tracegrad.autograd.gradcheck import GradcheckError, gradcheck
 
 __all__ = [
     "AccumulateGrad",
     "Function",
     "FunctionCtx",
     "GradFn",
+    "GradcheckError",
     "RemovableHandle",
     "backward",
     "enable_grad",
     "grad",
+    "gradcheck",
     "inference_mode",
     "is_grad_enabled",
     "no_grad",
