@@ -6,7 +6,7 @@ storage and the version counter) and, once an operation that requires grad produ
 else: `bind` hands any call with a tensor argument to `record`, which runs the primitive's
 NumPy implementation and, in grad mode with an input that requires grad, builds the IR node
 and its `GradFn` (DESIGN.md §6). Tensor methods and operators follow PyTorch
-(`tracegrad/torch_ops.py` adds them); NumPy functions on tensors follow NumPy.
+(`tracegrad/torch_ops/` adds them); NumPy functions on tensors follow NumPy.
 
 Arrays are never written in place: an in-place method computes a new array and rebinds the
 cell to it, bumping the version. Every array a tensor holds is read-only, so a value a graph
