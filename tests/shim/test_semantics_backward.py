@@ -1260,3 +1260,15 @@ def test_backward_values_and_second_derivatives_agree_with_torch():
         return loss, gx, gm, hx, hm
 
     run_both(scenario, rtol=1e-8)
+
+
+def test_grad_variables_is_the_deprecated_name_of_grad_tensors():
+    # API.md: it warns (FutureWarning); passing both raises RuntimeError
+    x = tg.tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
+    with pytest.warns(FutureWarning, match="`grad_variables` is deprecated"):
+        tg.autograd.backward([x * 3.0], grad_variables=[tg.tensor([1.0, 2.0], dtype=np.float64)])
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 6.0])
+    with pytest.raises(RuntimeError, match="arguments both passed to `backward\\(\\)`"):
+        tg.autograd.backward(
+            [x * 3.0], grad_tensors=[tg.ones(2, dtype=np.float64)], grad_variables=[tg.ones(2)]
+        )
