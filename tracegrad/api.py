@@ -195,6 +195,9 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         graph = run.graph
         seeds = [None] * len(graph.outputs)
         seeds[k] = 1.0
+        out_k = run.outputs[k]
+        if isinstance(out_k, Tracer) and out_k._trace.alive:
+            seeds[k] = out_k._trace.constant(1.0)  # traced: no full-size folded constants
         n_in = len(flat)
         wrt = [True] * n_in + [False] * len(traced.captured)
         bars = backward_pass(graph, run.read, seeds, wrt, release=run.release)[:n_in]

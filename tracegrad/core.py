@@ -111,6 +111,13 @@ class Trace:
             self.values[node] = val
         return Tracer(self, Edge(node, 0), aval, val)
 
+    def constant(self, value) -> Tracer:
+        """A tracer of this trace for a constant: operations on it are recorded, not folded
+        (a gradient's seed under tracing, which would otherwise fold into full-size arrays)."""
+        edge = self.const_edge(value)
+        aval = edge.aval
+        return Tracer(self, edge, aval, value if self.keep_values else None)
+
     def const_edge(self, value) -> Edge:
         if isinstance(value, np.ndarray):
             hit = self._array_consts.get(id(value))

@@ -289,3 +289,33 @@ def test_escaped_tracer_is_a_clear_error():
 def test_unsupported_numpy_function_names_itself():
     with pytest.raises(NotImplementedError, match=r"np\.unwrap"):
         tg.grad(lambda x: np.sum(np.unwrap(x)))(np.ones(3))
+
+
+def test_unsupported_function_of_a_numpy_submodule_names_its_module():
+    # np.linalg.solve, not np.solve; and the advice is one that works under a trace
+    with pytest.raises(NotImplementedError, match=r"np\.linalg\.solve has no tracegrad rule"):
+        tg.grad(lambda a: np.linalg.solve(np.eye(2) * a, np.ones(2)).sum())(2.0)
+    with pytest.raises(NotImplementedError, match="compute it outside the differentiated"):
+        tg.grad(lambda x: np.sum(np.unwrap(x)))(np.ones(3))
+
+
+def test_traced_gradients_hold_no_full_size_constants():
+    # The seed under tracing is a traced constant: the backward pass records
+    # broadcast_to(1.0) instead of folding it (and what follows) into arrays of the input's size.
+    def f(x):
+        return np.sum(0.5 * np.tanh(x) ** 2)
+
+    n = 10**5
+    for graph in (
+        tg.make_graph(tg.grad(f))(np.ones(n)),
+        tg.jit(tg.grad(f)).lower(np.ones(n)).graph,
+    ):
+        sizes = [
+            node.params["value"].size
+            for node in graph.nodes
+            if node.prim.name == "const" and isinstance(node.params["value"], np.ndarray)
+        ]
+        assert max(sizes, default=0) < 100, sizes
+    x = np.linspace(-1.0, 1.0, 7)
+    t = np.tanh(x)
+    np.testing.assert_allclose(tg.jit(tg.grad(f))(x), t * (1 - t**2), rtol=1e-12)

@@ -38,7 +38,8 @@ _ACCUMULATE = {np.add: "cumsum", np.multiply: "cumprod"}
 def _unsupported(what: str):
     return NotImplementedError(
         f"tracegrad: {what} has no tracegrad rule, so it cannot be traced or differentiated. "
-        "Use a supported tracegrad.numpy function, or tg.stop_gradient on its inputs."
+        "Write it with supported tracegrad.numpy functions, or compute it outside the "
+        "differentiated function and pass the result in (it is then a constant)."
     )
 
 
@@ -75,7 +76,9 @@ def array_function(func, args, kwargs):
     fn = FUNCTIONS.get(func)
     if fn is None:
         mod = getattr(func, "__module__", "numpy") or "numpy"
-        mod = "np" if mod.startswith("numpy") and mod.count(".") <= 1 else mod
+        if mod.startswith("numpy"):  # np.sum, np.linalg.solve (not numpy._core.fromnumeric)
+            public = [p for p in mod.split(".")[1:] if not p.startswith("_")]
+            mod = ".".join(["np", *public])
         raise _unsupported(f"{mod}.{getattr(func, '__name__', func)}")
     return fn(*args, **kwargs)
 
