@@ -85,12 +85,8 @@ class Trace:
         *,
         cse: bool = True,
         keep_values: bool = True,
-        simplified_later: bool = False,
     ):
         self.parent = parent
-        # The graph this trace builds is simplified as a whole afterwards (jit): transforms
-        # nested directly inside need not simplify their own levels first.
-        self.simplified_later = simplified_later
         self.level = 0 if parent is None else parent.level + 1
         self.nodes: list[Node] = []
         self.values: dict[Node, object] = {}
@@ -280,19 +276,15 @@ def _weak_value(val, aval: Aval):
 class new_trace:
     """Context manager: a new innermost trace; on exit its tracers are dead (escape checks)."""
 
-    def __init__(
-        self, *, cse: bool = True, keep_values: bool = True, simplified_later: bool = False
-    ):
+    def __init__(self, *, cse: bool = True, keep_values: bool = True):
         self.cse = cse
         self.keep_values = keep_values
-        self.simplified_later = simplified_later
 
     def __enter__(self) -> Trace:
         self.trace = Trace(
             _current_trace.get(),
             cse=self.cse,
             keep_values=self.keep_values,
-            simplified_later=self.simplified_later,
         )
         self.token = _current_trace.set(self.trace)
         return self.trace

@@ -207,7 +207,7 @@ class Jitted:
             return self.f(*merge_static(statics, a), **k)
 
         traced, out_tree = trace_flat(
-            flat_fn, avals, concrete=False, name=self.name, in_tree=treedef, simplified_later=True
+            flat_fn, avals, concrete=False, name=self.name, in_tree=treedef
         )
         if traced.captured:
             # `f` closes over tracers of an enclosing transformation: the graph is valid for

@@ -47,10 +47,9 @@ def trace_flat(
     name: str = "f",
     in_tree=None,
     cse: bool = True,
-    simplified_later: bool = False,
 ) -> tuple[Traced, object]:
     """Trace `fn(*tracers) -> pytree` on one tracer per flat argument: (Traced, out_tree)."""
-    with new_trace(cse=cse, keep_values=concrete, simplified_later=simplified_later) as trace:
+    with new_trace(cse=cse, keep_values=concrete) as trace:
         in_tracers = [_input(trace, x, concrete) for x in flat_args]
         out = fn(*in_tracers)
         out_flat, out_tree = tree.flatten(out)

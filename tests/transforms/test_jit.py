@@ -229,3 +229,15 @@ def test_donated_parameters_are_updated_in_place_with_the_same_bits():
 def test_donate_argnums_cannot_be_static():
     with pytest.raises(ValueError, match="both static and donated"):
         tg.jit(lambda x, n: x, static_argnums=1, donate_argnums=1)
+
+
+def test_jit_of_a_nested_derivative_is_as_small_as_the_simplified_graph():
+    # every level is simplified before it is differentiated, also directly under jit
+    from tracegrad.transforms.simplify import simplify
+
+    d = np.tanh
+    for _ in range(6):
+        d = tg.grad(d)
+    jitted = tg.jit(d).lower(0.3).graph
+    assert jitted.stats()["total"] <= simplify(tg.make_graph(d)(0.3)).stats()["total"]
+    assert tg.jit(d)(0.3) == pytest.approx(d(0.3), rel=1e-12)
