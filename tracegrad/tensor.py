@@ -63,6 +63,20 @@ def type_string(dtype, shape) -> str:
     return f"{np.dtype(dtype).name} [{', '.join(map(str, shape))}]"
 
 
+def _numpy_dispatch():
+    # NumPy functions on tensors follow NumPy through tracegrad.numpy's tables, which sit
+    # above this module in the import order: looked up once, on first use.
+    global _dispatch
+    if _dispatch is None:
+        from tracegrad.numpy import _dispatch as d
+
+        _dispatch = d
+    return _dispatch
+
+
+_dispatch = None
+
+
 class _Cell:
     """A tensor's storage: the current (read-only) array and its version counter."""
 
@@ -305,14 +319,10 @@ class Tensor(Boxed):
         return value.copy() if copy else value
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from tracegrad.numpy import _dispatch
-
-        return _dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+        return _numpy_dispatch().array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from tracegrad.numpy import _dispatch
-
-        return _dispatch.array_function(func, args, kwargs)
+        return _numpy_dispatch().array_function(func, args, kwargs)
 
     def item(self):
         value = self._cell.value
@@ -380,9 +390,7 @@ class Tensor(Boxed):
         # NumPy's array methods that PyTorch lacks (`astype`, `swapaxes`, ...) keep NumPy code
         # working on tensors; PyTorch-named methods are attributes of the class and win.
         if not name.startswith("_"):
-            from tracegrad.numpy import _dispatch
-
-            method = _dispatch.METHODS.get(name)
+            method = _numpy_dispatch().METHODS.get(name)
             if method is not None:
                 return method.__get__(self)
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
@@ -603,9 +611,14 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     reads_inputs = prim.name in READS_INPUTS
     for a, v in zip(args, values):
         if isinstance(a, Tensor):
-            edge, nxt = a._edge_and_fn()
-            if edge is None:
-                edge = _constant_edge(v)
+            fn = a._grad_fn
+            if fn is not None:  # the common case, inlined: an edge into a recorded node
+                index = a._index
+                edge, nxt = Edge(fn.node, index), (fn, index)
+            else:
+                edge, nxt = a._edge_and_fn()
+                if edge is None:
+                    edge = _constant_edge(v)
             if reads_inputs or v.dtype.kind not in "fc":
                 versions.append((a._cell, a._cell.version, a))
         else:

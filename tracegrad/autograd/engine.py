@@ -346,6 +346,19 @@ class _Hooks(PassHooks):
     """The shim's side of the backward pass: saved values, hooks, retained and captured grads."""
 
     def __init__(self, fn_of, runs, captures, create, retain, accumulate, inputs):
+        # before(): nodes with tensor hooks, retained grads or pre-hooks, captured outputs
+        # (autograd.grad's non-leaf inputs) and nodes that must not run; after(): post-hooks
+        self.special = {
+            node
+            for node, fn in fn_of.items()
+            if fn._tensor_hooks or fn._retained or fn._pre_hooks or node not in runs
+        } | set(captures)
+        # a custom Function's ctx is released after its backward has read it
+        self.post = {
+            node
+            for node, fn in fn_of.items()
+            if fn._post_hooks or (fn._on_release is not None and not retain)
+        }
         self.fn_of = fn_of
         self.runs = runs
         self.captures = captures
@@ -356,7 +369,11 @@ class _Hooks(PassHooks):
         self.captured: dict[int, object] = {}
 
     def primals(self, node: Node):
-        return self.fn_of[node].saved(self.create)
+        fn = self.fn_of[node]
+        values = fn.saved(self.create)
+        if not self.retain and fn._on_release is None:
+            fn.release()  # the rule has what it reads; the node keeps nothing, as in PyTorch
+        return values
 
     def before(self, node: Node, bar):
         fn = self.fn_of[node]
@@ -407,7 +424,7 @@ class _Hooks(PassHooks):
                 if new is not None:
                     grad_inputs = tuple(new)
             in_bars = [g if self.create or g is None else g._cell.value for g in grad_inputs]
-        if not self.retain:
+        if fn._on_release is not None and not self.retain:
             fn.release()
         return in_bars
 

@@ -45,7 +45,7 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None) -> Primitive:
             return None if t is None else linear(t)
 
         def vjp(bar, x, *, out):
-            return (linear(bar) if is_float(_dtype(x)) else None,)
+            return (linear(bar) if _carries_derivative(x) else None,)
     elif deriv is not None:
 
         def jvp(primals, tangents, *, out):
@@ -53,7 +53,7 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None) -> Primitive:
             return None if t is None else t * deriv(primals[0], out)
 
         def vjp(bar, x, *, out):
-            return (bar * deriv(x, out) if is_float(_dtype(x)) else None,)
+            return (bar * deriv(x, out) if _carries_derivative(x) else None,)
     else:
         jvp, vjp = _zero_jvp, _zero_vjp
     return Primitive(
@@ -81,6 +81,14 @@ def _dtype(x):
     if d is not None:
         return d
     return np.dtype(type(x)) if not isinstance(x, float) else np.dtype(np.float64)
+
+
+def _carries_derivative(x) -> bool:
+    """`is_float(_dtype(x))` without building a dtype: the vjp rules ask it per call."""
+    d = getattr(x, "dtype", None)
+    if d is not None:
+        return d.kind in "fc"
+    return isinstance(x, float | complex)
 
 
 def _elementwise_batch(name):
@@ -256,8 +264,8 @@ def binary(name: str, ufunc: np.ufunc, derivs=None, *, vjp=None, jvp=None) -> Pr
                 return None if dy is None else unbroadcast(bar * dy, shape_of(y))
 
             return (
-                x_bar if is_float(_dtype(x)) else None,
-                y_bar if is_float(_dtype(y)) else None,
+                x_bar if _carries_derivative(x) else None,
+                y_bar if _carries_derivative(y) else None,
             )
 
     if derivs is None and vjp is None:

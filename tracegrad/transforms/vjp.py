@@ -100,7 +100,13 @@ def call_vjp(prim, cotangent, *primals, out, **params) -> tuple:
 
 class PassHooks:
     """What a caller may do at each node of the backward pass (the shim's hooks and saved
-    values); the default does nothing. The functional transforms pass none."""
+    values); the default does nothing. The functional transforms pass none.
+
+    `before` runs only for the nodes in `special`, `after` only for those in `post`: most
+    nodes have no hooks, and the pass skips the calls for them."""
+
+    special: frozenset | set = frozenset()
+    post: frozenset | set = frozenset()
 
     def primals(self, node: Node) -> tuple[list, object]:
         """The forward values `node`'s vjp rule reads: its inputs and its output(s)."""
@@ -139,9 +145,11 @@ def backward_pass(
     bars = Cotangents(active)
     for e, b in zip(graph.outputs, out_bars):
         bars.add(e, b)
+    special = hooks.special if hooks is not None else ()
+    post = hooks.post if hooks is not None else ()
     for node in reversed(graph.nodes):
         bar = bars.pop(node) if node in active else None
-        if hooks is not None and bar is not None:
+        if bar is not None and node in special:
             bar = hooks.before(node, bar)
         if bar is not None and node.prim is not const_p:
             if hooks is not None:
@@ -153,10 +161,11 @@ def backward_pass(
                 else:
                     out = read(Edge(node, 0))
             in_bars = node.prim.vjp(bar, *primals, out=out, **node.params)
-            if hooks is not None:
+            if node in post:
                 in_bars = hooks.after(node, bar, in_bars)
             for e, b in zip(node.inputs, in_bars):
-                bars.add(e, b)
+                if b is not None and e.node in active:  # constants take no cotangent
+                    bars.add(e, b)
         if release is not None:
             release(node)
     return [bars.pop(e.node) for e in graph.inputs]
