@@ -12,6 +12,7 @@ from tracegrad.api_vmap import vmap
 from tracegrad.autograd import (
     enable_grad,
     inference_mode,
+    is_anomaly_enabled,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,
@@ -62,6 +63,7 @@ __all__ = [
     "enable_grad",
     "get_default_dtype",
     "inference_mode",
+    "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",
     "set_default_dtype",

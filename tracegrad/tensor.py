@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from tracegrad.autograd.function import READS_INPUTS, READS_OUTPUT, AccumulateGrad, GradFn
-from tracegrad.autograd.grad_mode import _enabled
+from tracegrad.autograd.grad_mode import _anomaly, _enabled
 from tracegrad.core import Boxed
 from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node
 from tracegrad.ir.types import Aval
@@ -627,6 +627,29 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         edges.append(edge)
         nexts.append(nxt)
     params = Params(params) if params else EMPTY_PARAMS
+    if _anomaly.get()[0]:
+        return _with_stack(_record_node(prim, args, values, edges, nexts, versions, out, params))
+    return _record_node(prim, args, values, edges, nexts, versions, out, params)
+
+
+def _with_stack(result):
+    """Anomaly mode: the node keeps the stack that created it, for the backward's report."""
+    import traceback
+
+    first = result[0] if isinstance(result, tuple) else result
+    fn = first._grad_fn or (result[-1]._grad_fn if isinstance(result, tuple) else None)
+    if fn is not None:
+        frames = traceback.extract_stack()
+        while frames and frames[-1].filename.startswith(_PACKAGE_DIR):  # end at user code
+            frames.pop()
+        fn.metadata["traceback_"] = traceback.format_list(frames)
+    return result
+
+
+_PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
+
+
+def _record_node(prim, args, values, edges, nexts, versions, out, params):
     if not prim.multiple_results:  # the common case, kept short
         out = _readonly(out)
         node = Node(prim, tuple(edges), params, (_aval(out),))

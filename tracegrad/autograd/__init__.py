@@ -4,10 +4,14 @@ from tracegrad.autograd.custom import Function, FunctionCtx, once_differentiable
 from tracegrad.autograd.engine import backward, grad
 from tracegrad.autograd.function import AccumulateGrad, GradFn, RemovableHandle
 from tracegrad.autograd.grad_mode import (
+    detect_anomaly,
     enable_grad,
     inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
     is_grad_enabled,
     no_grad,
+    set_detect_anomaly,
     set_grad_enabled,
 )
 from tracegrad.autograd.gradcheck import GradcheckError, gradcheck
@@ -20,12 +24,16 @@ __all__ = [
     "GradcheckError",
     "RemovableHandle",
     "backward",
+    "detect_anomaly",
     "enable_grad",
     "grad",
     "gradcheck",
     "inference_mode",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",
     "once_differentiable",
+    "set_detect_anomaly",
     "set_grad_enabled",
 ]

@@ -16,7 +16,11 @@ from operator import attrgetter
 import numpy as np
 
 from tracegrad.autograd.function import AccumulateGrad, GradFn
-from tracegrad.autograd.grad_mode import _enabled
+from tracegrad.autograd.grad_mode import (
+    _enabled,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+)
 from tracegrad.core import bind
 from tracegrad.ir.graph import Edge, Graph, Node
 from tracegrad.tensor import Tensor
@@ -353,11 +357,13 @@ class _Hooks(PassHooks):
             for node, fn in fn_of.items()
             if fn._tensor_hooks or fn._retained or fn._pre_hooks or node not in runs
         } | set(captures)
-        # a custom Function's ctx is released after its backward has read it
+        # a custom Function's ctx is released after its backward has read it; in anomaly
+        # mode every node's results are checked for NaN
+        self.anomaly = is_anomaly_enabled() and is_anomaly_check_nan_enabled()
         self.post = {
             node
             for node, fn in fn_of.items()
-            if fn._post_hooks or (fn._on_release is not None and not retain)
+            if fn._post_hooks or (fn._on_release is not None and not retain) or self.anomaly
         }
         self.fn_of = fn_of
         self.runs = runs
@@ -426,7 +432,27 @@ class _Hooks(PassHooks):
             in_bars = [g if self.create or g is None else g._cell.value for g in grad_inputs]
         if fn._on_release is not None and not self.retain:
             fn.release()
+        if self.anomaly:
+            in_bars = [force(b) for b in in_bars]
+            _check_nan(fn, in_bars)
         return in_bars
+
+
+def _check_nan(fn, in_bars) -> None:
+    """Anomaly mode: name the node whose backward produced NaN, with its forward's stack."""
+    for i, b in enumerate(in_bars):
+        if b is None:
+            continue
+        value = b._cell.value if isinstance(b, Tensor) else np.asarray(b)
+        if value.dtype.kind in "fc" and np.isnan(value).any():
+            stack = "".join(fn.metadata.get("traceback_", ["  (not recorded)\n"]))
+            warnings.warn(
+                f"Error detected in {fn.name()}. Traceback of forward call that caused the "
+                f"error:\n{stack}",
+                UserWarning,
+                stacklevel=6,
+            )
+            raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
 
 
 def _accumulate_retained(t: Tensor, g, create: bool) -> None:

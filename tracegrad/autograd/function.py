@@ -29,6 +29,10 @@ _VERSION_HINT = (
     "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
     "with torch.autograd.set_detect_anomaly(True, check_nan=False)."
 )
+_VERSION_HINT_ANOMALY = (
+    "Hint: the backtrace further above shows the operation that failed to compute its "
+    "gradient. The variable in question was changed in there or anywhere later. Good luck!"
+)
 
 # Primitives whose vjp rule reads only shapes and dtypes, never values: their nodes save
 # nothing and can run again after a backward pass, as PyTorch's AddBackward0 or ViewBackward0
@@ -407,10 +411,13 @@ def _version_message(cell, version, owner) -> str:
         name = fn.name()
         name = name[: -len("Backward0")] if name.endswith("Backward0") else name
         described += f", which is output {index} of {name},"
+    from tracegrad.autograd.grad_mode import is_anomaly_enabled
+
+    hint = _VERSION_HINT_ANOMALY if is_anomaly_enabled() else _VERSION_HINT
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: {described} is at version {cell.version}; expected version {version} "
-        f"instead. {_VERSION_HINT}"
+        f"instead. {hint}"
     )
 
 

@@ -93,3 +93,63 @@ class set_grad_enabled(_Mode):
         clone.mode, clone._prev = self.mode, prev
         _enabled.set(self.mode)
         return clone
+
+
+# -- anomaly detection --------------------------------------------------------------------------
+
+_anomaly: ContextVar[tuple[bool, bool]] = ContextVar("tracegrad_anomaly", default=(False, True))
+
+_ANOMALY_WARNING = (
+    "Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+    "enabled for debugging."
+)
+
+
+def is_anomaly_enabled() -> bool:
+    return _anomaly.get()[0]
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return _anomaly.get()[1]
+
+
+class set_detect_anomaly:
+    """Anomaly detection on or off: each recorded node keeps the stack that created it, and
+    a backward pass that produces NaN names the node and shows that stack. Called as a
+    function it sets the mode for the rest of the context, as in PyTorch."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self._prev = _anomaly.get()
+        _anomaly.set((bool(mode), bool(check_nan)))
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _anomaly.set(self._prev)
+        return False
+
+
+class detect_anomaly:
+    """Context manager and decorator: anomaly detection inside (it warns, as PyTorch's)."""
+
+    def __init__(self, check_nan: bool = True):
+        self.check_nan = check_nan
+
+    def __enter__(self):
+        import warnings
+
+        warnings.warn(_ANOMALY_WARNING, UserWarning, stacklevel=2)
+        self._token = _anomaly.set((True, self.check_nan))
+
+    def __exit__(self, *exc):
+        _anomaly.reset(self._token)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with detect_anomaly(self.check_nan):
+                return fn(*args, **kwargs)
+
+        return wrapper
