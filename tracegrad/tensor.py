@@ -19,10 +19,10 @@ import weakref
 
 import numpy as np
 
-from tracegrad.autograd.function import READS_INPUTS, READS_OUTPUT, AccumulateGrad, GradFn
-from tracegrad.autograd.grad_mode import _anomaly, _enabled
+from tracegrad.autograd.function import AccumulateGrad, GradFn
+from tracegrad.autograd.grad_mode import _enabled
 from tracegrad.core import Boxed
-from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node
+from tracegrad.ir.graph import Edge, arg_node
 from tracegrad.ir.types import Aval
 
 _default_dtype = np.dtype(np.float32)
@@ -75,6 +75,9 @@ def _numpy_dispatch():
 
 
 _dispatch = None
+
+
+_NO_NEXT = (None, 0)  # `next_functions` entry of an input that takes no gradient
 
 
 class _Cell:
@@ -297,7 +300,7 @@ class Tensor(Boxed):
         return acc
 
     def _bind_eager(self, prim, args, params):
-        return record(prim, args, params)
+        return _recording.record(prim, args, params)
 
     def _constant_value(self):
         return self._cell.value
@@ -508,7 +511,7 @@ class Tensor(Boxed):
             from tracegrad.primitives.elementwise import where_p
 
             old = self._snapshot()
-            result = record(where_p, (np.zeros(self.shape, bool), old, result), {})
+            result = _recording.record(where_p, (np.zeros(self.shape, bool), old, result), {})
             value = result._cell.value
         self._cell.value = value
         self._cell.version += 1
@@ -579,151 +582,6 @@ def _check_device(device) -> None:
         raise RuntimeError(f"tracegrad tensors live on the CPU; device={device!r} is not available")
 
 
-# -- recording --------------------------------------------------------------------------------
-
-
-def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
-    """Run `prim` on the arrays behind `args`; record a node when an input requires grad.
-
-    `bind` calls this for any operation with a tensor argument outside a trace. Results are
-    new tensors; they require grad when grad mode is on, an input requires grad, the
-    primitive is differentiable and the result is floating point.
-    """
-    values = []
-    needs = False
-    for a in args:
-        if isinstance(a, Tensor):
-            values.append(a._cell.value)
-            if a._requires_grad:
-                needs = True
-        else:
-            values.append(a)
-    out = prim.impl(*values, **params)
-    # Non-differentiable primitives with float results (floor, sign) are recorded too: as in
-    # PyTorch their results require grad and pass a zero gradient. stop_gradient does not.
-    if not (needs and _enabled.get() and prim.name != "stop_gradient"):
-        if prim.multiple_results:
-            return tuple(_result(o, prim, args) for o in out)
-        return _result(out, prim, args)
-    edges = []
-    nexts = []
-    versions = []
-    reads_inputs = prim.name in READS_INPUTS
-    for a, v in zip(args, values):
-        if isinstance(a, Tensor):
-            fn = a._grad_fn
-            if fn is not None:  # the common case, inlined: an edge into a recorded node
-                index = a._index
-                edge, nxt = Edge(fn.node, index), (fn, index)
-            else:
-                edge, nxt = a._edge_and_fn()
-                if edge is None:
-                    edge = _constant_edge(v)
-            if reads_inputs or v.dtype.kind not in "fc":
-                versions.append((a._cell, a._cell.version, a))
-        else:
-            edge = _constant_edge(v)
-            nxt = _NO_NEXT
-        edges.append(edge)
-        nexts.append(nxt)
-    params = Params(params) if params else EMPTY_PARAMS
-    if _anomaly.get()[0]:
-        return _with_stack(_record_node(prim, args, values, edges, nexts, versions, out, params))
-    return _record_node(prim, args, values, edges, nexts, versions, out, params)
-
-
-def _with_stack(result):
-    """Anomaly mode: the node keeps the stack that created it, for the backward's report."""
-    import traceback
-
-    first = result[0] if isinstance(result, tuple) else result
-    fn = first._grad_fn or (result[-1]._grad_fn if isinstance(result, tuple) else None)
-    if fn is not None:
-        frames = traceback.extract_stack()
-        while frames and frames[-1].filename.startswith(_PACKAGE_DIR):  # end at user code
-            frames.pop()
-        fn.metadata["traceback_"] = traceback.format_list(frames)
-    return result
-
-
-_PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
-
-
-def _record_node(prim, args, values, edges, nexts, versions, out, params):
-    if not prim.multiple_results:  # the common case, kept short
-        out = _readonly(out)
-        node = Node(prim, tuple(edges), params, (_aval(out),))
-        cell = _Cell(out)
-        fn = GradFn(node, tuple(nexts), args, tuple(values), out, versions)
-        t = Tensor.__new__(Tensor)
-        t._init(cell, fn, 0)
-        if out.dtype.kind not in "fc":
-            t._grad_fn = None
-            t._requires_grad = False
-        elif fn._state == GradFn.SAVED and prim.name in READS_OUTPUT:
-            versions.append((cell, 0, 0))  # output 0 of this node (an int: no cycle)
-        if prim.view_of is not None:
-            t._base = _root_base(args[prim.view_of])
-        return t
-    outs = tuple(_readonly(o) for o in out)
-    node = Node(prim, tuple(edges), params, tuple(_aval(o) for o in outs))
-    fn = GradFn(node, tuple(nexts), args, tuple(values), outs, versions)
-    results = []
-    for i, o in enumerate(outs):
-        cell = _Cell(o)
-        t = Tensor.__new__(Tensor)
-        t._init(cell, fn, i)
-        if o.dtype.kind not in "fc":
-            t._grad_fn = None
-            t._requires_grad = False
-        elif fn._state == GradFn.SAVED and prim.name in READS_OUTPUT:
-            versions.append((cell, 0, i))
-        if prim.view_of is not None:
-            t._base = _root_base(args[prim.view_of])
-        results.append(t)
-    return tuple(results)
-
-
-_AVALS: dict = {}
-
-
-def _aval(value: np.ndarray) -> Aval:
-    """The aval of an array, shared per (shape, dtype): cheaper than building one per node."""
-    key = (value.shape, value.dtype)
-    aval = _AVALS.get(key)
-    if aval is None:
-        if len(_AVALS) > 10_000:
-            _AVALS.clear()
-        aval = _AVALS[key] = Aval(value.shape, value.dtype)
-    return aval
-
-
-def _result(out, prim, args) -> Tensor:
-    t = Tensor._wrap(out)
-    if prim.view_of is not None:
-        t._base = _root_base(args[prim.view_of])
-    return t
-
-
-def _root_base(x):
-    """The tensor a view ultimately looks into (views of views share their root)."""
-    if not isinstance(x, Tensor):
-        return None
-    return x._base if x._base is not None else x
-
-
-_SCALAR_EDGES: dict = {}
-_NO_NEXT = (None, 0)
-
-
-def _constant_edge(value) -> Edge:
-    """The edge of an `arg` node standing for a constant input (its value is saved with the
-    GradFn). Python scalars of one type share one node: it only carries their aval."""
-    if isinstance(value, np.ndarray | np.generic):
-        return Edge(arg_node(Aval(value.shape, value.dtype)), 0)
-    kind = type(value)
-    edge = _SCALAR_EDGES.get(kind)
-    if edge is None:
-        dtype = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}[kind]
-        edge = _SCALAR_EDGES[kind] = Edge(arg_node(Aval((), dtype, kind is not bool)), 0)
-    return edge
+# `record` builds the graph and needs the class above: its module is imported after the class
+# and read at call time (either module may be imported first).
+from tracegrad import recording as _recording  # noqa: E402

@@ -23,7 +23,8 @@ from tracegrad.autograd.function import FREED, GradFn
 from tracegrad.autograd.grad_mode import _enabled, no_grad
 from tracegrad.ir.graph import Node, Params
 from tracegrad.ir.primitive import Primitive
-from tracegrad.tensor import Tensor, _aval, _constant_edge, _readonly
+from tracegrad.recording import _aval, _constant_edge
+from tracegrad.tensor import Tensor, _readonly
 
 
 class FunctionCtx:

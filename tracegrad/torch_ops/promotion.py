@@ -14,7 +14,8 @@ import numpy as np
 
 from tracegrad.core import _current_trace, bind
 from tracegrad.primitives import elementwise as ew
-from tracegrad.tensor import Tensor, get_default_dtype, record
+from tracegrad.recording import record
+from tracegrad.tensor import Tensor, get_default_dtype
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
