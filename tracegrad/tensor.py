@@ -3,9 +3,9 @@
 A tensor holds its array in a `_Cell` (shared with `detach()`ed aliases, as PyTorch shares
 storage and the version counter) and, once an operation that requires grad produced it, the
 `GradFn` of that operation. Operations run eagerly through the same primitives as everything
-else: `bind` hands any call with a tensor argument to `record` (`recording.py`), which runs the primitive's
-NumPy implementation and, in grad mode with an input that requires grad, builds the IR node
-and its `GradFn` (DESIGN.md §6). Tensor methods and operators follow PyTorch
+else: `bind` hands any call with a tensor argument to `record` (`recording.py`), which runs
+the primitive's NumPy implementation and, in grad mode with an input that requires grad,
+builds the IR node and its `GradFn` (DESIGN.md §6). Tensor methods and operators follow PyTorch
 (`tracegrad/torch_ops/` adds them); NumPy functions on tensors follow NumPy.
 
 Arrays are never written in place: an in-place method computes a new array and rebinds the
