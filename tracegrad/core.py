@@ -173,6 +173,7 @@ class Trace:
                 vals.append(a.val)
             else:
                 if isinstance(a, Boxed):  # a shim Tensor inside a trace is a constant array
+                    self._check_constant_tensor(a, prim)
                     a = a._constant_value()
                 edges.append(None)
                 vals.append(a)
@@ -211,6 +212,22 @@ class Trace:
             if self.keep_values:
                 self.values[node] = val
         return self._wrap(node, val)
+
+    def _check_constant_tensor(self, t, prim) -> None:
+        """A tensor read while tracing concretely (under `tg.grad`) is read at call time; one
+        baked into an abstractly traced graph (jit, make_graph) would keep its value at trace
+        time even after an in-place update: a silent stale value, so it is refused."""
+        trace = self
+        while trace is not None:
+            if not trace.keep_values:
+                raise TypeError(
+                    f"tracegrad: a tensor of shape {t.shape} is used in `{prim.name}` inside a "
+                    "function traced by jit or make_graph, which would bake its current value "
+                    "into the compiled graph (later in-place updates would be ignored). Pass it "
+                    "as an argument instead (for example t.detach().numpy(), or the parameters "
+                    "as a pytree of arrays)."
+                )
+            trace = trace.parent
 
     def _wrap(self, node: Node, val):
         if node.prim.multiple_results:

@@ -11,6 +11,8 @@ recorded too, as in PyTorch: their results require grad and pass a zero gradient
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from tracegrad.autograd.function import READS_INPUTS, READS_OUTPUT, GradFn
@@ -46,8 +48,8 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     edges = []
     nexts = []
     versions = []
-    reads_inputs = prim.name in READS_INPUTS
-    for a, v in zip(args, values):
+    stamps = _stamped_inputs(prim, args)
+    for i, (a, v) in enumerate(zip(args, values)):
         if isinstance(a, Tensor):
             fn = a._grad_fn
             if fn is not None:  # the common case, inlined: an edge into a recorded node
@@ -57,8 +59,9 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
                 edge, nxt = a._edge_and_fn()
                 if edge is None:
                     edge = _constant_edge(v)
-            if reads_inputs or v.dtype.kind not in "fc":
-                versions.append((a._cell, a._cell.version, a))
+            if i in stamps or v.dtype.kind not in "fc":
+                # weakly: the tensor may later point at a node that saved it (y += y.exp())
+                versions.append((a._cell, a._cell.version, weakref.ref(a)))
         else:
             edge = _constant_edge(v)
             nxt = _NO_NEXT
@@ -68,6 +71,25 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     if _anomaly.get()[0]:
         return _with_stack(_record_node(prim, args, values, edges, nexts, versions, out, params))
     return _record_node(prim, args, values, edges, nexts, versions, out, params)
+
+
+# Rules whose cotangent for one input reads only the other inputs (bilinear operations):
+# their inputs are read only for the other inputs' gradients.
+_BILINEAR = frozenset({"multiply", "matmul", "dot", "tensordot", "einsum"})
+_NONE: frozenset = frozenset()
+
+
+def _stamped_inputs(prim, args) -> frozenset | range:
+    """Positions of the float inputs whose values this node's backward will read, so an
+    in-place change of them must raise at backward: PyTorch saves exactly those (`x * 3`
+    saves no `x`, `X @ w` with a constant `X` saves `X` but not `w`)."""
+    if prim.name not in READS_INPUTS:
+        return _NONE
+    grad = [isinstance(a, Tensor) and a._requires_grad for a in args]
+    n = sum(grad)
+    if prim.name in _BILINEAR:
+        return frozenset(i for i in range(len(args)) if n - grad[i] > 0)
+    return range(len(args)) if n else _NONE
 
 
 def _with_stack(result):
@@ -92,7 +114,7 @@ def _record_node(prim, args, values, edges, nexts, versions, out, params):
         out = _readonly(out)
         node = Node(prim, tuple(edges), params, (_aval(out),))
         cell = _Cell(out)
-        fn = GradFn(node, tuple(nexts), args, tuple(values), out, versions)
+        fn = GradFn(node, tuple(nexts), tuple(values), out, versions)
         t = Tensor.__new__(Tensor)
         t._init(cell, fn, 0)
         if out.dtype.kind not in "fc":
@@ -105,7 +127,7 @@ def _record_node(prim, args, values, edges, nexts, versions, out, params):
         return t
     outs = tuple(_readonly(o) for o in out)
     node = Node(prim, tuple(edges), params, tuple(_aval(o) for o in outs))
-    fn = GradFn(node, tuple(nexts), args, tuple(values), outs, versions)
+    fn = GradFn(node, tuple(nexts), tuple(values), outs, versions)
     results = []
     for i, o in enumerate(outs):
         cell = _Cell(o)

@@ -963,7 +963,12 @@ _ELSEWHERE = {
     "numel",
     "result_type",
 }
-_METHODS_ELSEWHERE = {"normal_", "uniform_"}
+_METHODS_ELSEWHERE = {"normal_", "uniform_", "cuda"}  # cuda: test_cuda_is_refused_clearly
+
+
+def test_cuda_is_refused_clearly():
+    with pytest.raises(RuntimeError, match="tracegrad tensors live on the CPU"):
+        tg.ones(2).cuda()
 
 
 def test_every_name_is_covered():

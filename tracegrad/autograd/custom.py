@@ -178,7 +178,6 @@ def _record(cls, ctx: FunctionCtx, args, output):
     fn = GradFn(
         node,
         tuple(nexts),
-        tuple(args[i] for i in tensor_args),
         tuple(values),
         tuple(arrays) if len(outs) > 1 else arrays[0],
         [],

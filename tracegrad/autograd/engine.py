@@ -192,51 +192,22 @@ _SEQ = attrgetter("_seq")
 
 
 def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
+    """One backward pass from `roots`: gradients accumulated into leaves (`accumulate`) or
+    returned for `inputs` (with, per input, whether the graph reaches it)."""
     retain = create if retain_graph is None else bool(retain_graph)
-    root_edges = []
-    root_fns = []
+    root_edges, root_fns = [], []
     for r in roots:
         edge, (fn, _) = r._edge_and_fn()
         root_edges.append(edge)
         root_fns.append(fn)
     order = _collect(root_fns)
     fn_of = {fn.node: fn for fn in order}
-    leaves: dict[Node, AccumulateGrad] = {}
-    for fn in order:
-        for nxt, _ in fn._next:
-            if isinstance(nxt, AccumulateGrad):
-                leaves[nxt.node] = nxt
-    for fn in root_fns:
-        if isinstance(fn, AccumulateGrad):
-            leaves[fn.node] = fn
-
-    # what to differentiate with respect to: leaves (AccumulateGrad) and non-leaf outputs
-    captures: dict[Node, dict[int, int]] = {}  # node -> output index -> position in inputs
-    target_leaves: list[tuple[AccumulateGrad, int | None]] = []
-    reached = []
-    if inputs is None:
-        target_leaves = [(acc, None) for acc in leaves.values()]
-    else:
-        for pos, t in enumerate(inputs):
-            if t._grad_fn is None:
-                acc = t._accumulator()
-                target_leaves.append((acc, pos))
-                reached.append(acc.node in leaves)
-            else:
-                captures.setdefault(t._grad_fn.node, {})[t._index] = pos
-                reached.append(t._grad_fn.node in fn_of)
-    sources = {acc.node for acc, _ in target_leaves} | set(captures)
-    # nodes that run: those between the outputs and what we differentiate with respect to;
-    # backward(inputs=[non-leaf]) also runs the non-leaf's own node, as PyTorch does
-    runs: set[Node] = set(captures) if accumulate else set()
-    for fn in order:
-        for nxt, _ in fn._next:
-            if nxt is not None and (nxt.node in sources or nxt.node in runs):
-                runs.add(fn.node)
-                break
-
+    leaves = _leaves(order, root_fns)
+    targets, captures, reached = _targets(inputs, leaves, fn_of)
+    sources = {acc.node for acc in targets} | set(captures)
+    runs = _runs(order, sources, set(captures) if accumulate else set())
     graph = Graph(
-        tuple(Edge(acc.node, 0) for acc, _ in target_leaves),
+        tuple(Edge(acc.node, 0) for acc in targets),
         tuple(root_edges),
         tuple(fn.node for fn in order),
         name="backward",
@@ -250,23 +221,74 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
         results = [None] * len(inputs) if inputs is not None else []
         for pos, g in hooks.captured.items():
             results[pos] = g
-        warned = False
-        for (acc, pos), bar in zip(target_leaves, leaf_bars):
-            if bar is None:
-                continue
-            g = _leaf(acc, bar, create)
-            if accumulate:
-                if create and not warned:
-                    warnings.warn(_CYCLE_WARNING, UserWarning, stacklevel=4)
-                    warned = True
-                _accumulate(acc.variable, g, create)
-                for hook in acc.variable._post_acc_hooks or ():
-                    hook(acc.variable)
-            else:
-                results[pos] = _as_tensor(g, create)
+        _deliver(targets, leaf_bars, results, create, accumulate)
     finally:
         _enabled.reset(token)
     return results, reached
+
+
+def _leaves(order, root_fns) -> dict[Node, AccumulateGrad]:
+    """The leaves the graph reaches (a root may be a leaf itself)."""
+    leaves: dict[Node, AccumulateGrad] = {}
+    for fn in order:
+        for nxt, _ in fn._next:
+            if isinstance(nxt, AccumulateGrad):
+                leaves[nxt.node] = nxt
+    for fn in root_fns:
+        if isinstance(fn, AccumulateGrad):
+            leaves[fn.node] = fn
+    return leaves
+
+
+def _targets(inputs, leaves, fn_of):
+    """What to differentiate with respect to: leaves (AccumulateGrad, each once, with the
+    positions in `inputs` that name it) and non-leaf outputs (node -> output index ->
+    positions), plus whether the graph reaches each input."""
+    if inputs is None:
+        return {acc: [] for acc in leaves.values()}, {}, []
+    targets: dict[AccumulateGrad, list[int]] = {}
+    captures: dict[Node, dict[int, list[int]]] = {}
+    reached = []
+    for pos, t in enumerate(inputs):
+        if t._grad_fn is None:
+            acc = t._accumulator()
+            targets.setdefault(acc, []).append(pos)
+            reached.append(acc.node in leaves)
+        else:
+            captures.setdefault(t._grad_fn.node, {}).setdefault(t._index, []).append(pos)
+            reached.append(t._grad_fn.node in fn_of)
+    return targets, captures, reached
+
+
+def _runs(order, sources, runs: set[Node]) -> set[Node]:
+    """Nodes that run: those between the outputs and the sources. (`backward(inputs=[a
+    non-leaf])` also runs the non-leaf's own node, as PyTorch does: passed in `runs`.)"""
+    for fn in order:
+        for nxt, _ in fn._next:
+            if nxt is not None and (nxt.node in sources or nxt.node in runs):
+                runs.add(fn.node)
+                break
+    return runs
+
+
+def _deliver(targets, leaf_bars, results, create: bool, accumulate: bool) -> None:
+    """Leaves' gradients after their hooks: into `.grad` (then post-accumulate hooks), or
+    into `results` at each position that asked for them."""
+    warned = False
+    for (acc, positions), bar in zip(targets.items(), leaf_bars):
+        if bar is None:
+            continue
+        g = _leaf(acc, bar, create)
+        if accumulate:
+            if create and not warned:
+                warnings.warn(_CYCLE_WARNING, UserWarning, stacklevel=5)
+                warned = True
+            _accumulate(acc.variable, g, create)
+            for hook in acc.variable._post_acc_hooks or ():
+                hook(acc.variable)
+        else:
+            for pos in positions:
+                results[pos] = _as_tensor(g, create)
 
 
 def _as_tensor(g, create: bool) -> Tensor:
@@ -396,12 +418,11 @@ class _Hooks(PassHooks):
                     t = ref()
                     if t is not None:
                         _accumulate_retained(t, b, self.create)
-                pos = self.captures.get(node, {}).get(i)
-                if pos is not None:
-                    if self.accumulate:
-                        _accumulate_retained(self.inputs[pos], b, self.create)
-                    else:
-                        self.captured[pos] = _as_tensor(b, self.create)
+                positions = self.captures.get(node, {}).get(i, ())
+                if positions and self.accumulate:
+                    _accumulate_retained(self.inputs[positions[0]], b, self.create)
+                for pos in () if self.accumulate else positions:
+                    self.captured[pos] = _as_tensor(b, self.create)
             bar = tuple(bars) if multi else bars[0]
         if node not in self.runs:
             return None

@@ -244,7 +244,6 @@ class GradFn(_Hooks):
         "node",
         "_next",
         "_shown",
-        "_inputs",
         "_values",
         "_out",
         "_versions",
@@ -264,17 +263,16 @@ class GradFn(_Hooks):
     # _state: SAVED (values held), NOTHING (the rule needs no values), FREED (released)
     SAVED, NOTHING, FREED = 0, 1, 2
 
-    def __init__(self, node: Node, next_functions: tuple, inputs, values, out, versions):
+    def __init__(self, node: Node, next_functions: tuple, values, out, versions):
         self.node = node
         self._seq = next(_counter)  # creation order is topological order
         self._next = next_functions  # what the engine walks: one entry per node input
         self._shown = None  # what `next_functions` shows, when a composite sets it
         if node.prim.name in SAVES_NOTHING:
             self._state = GradFn.NOTHING
-            self._inputs = self._values = self._out = self._versions = None
+            self._values = self._out = self._versions = None
         else:
             self._state = GradFn.SAVED
-            self._inputs = inputs
             self._values = values
             self._out = out
             self._versions = versions
@@ -317,7 +315,7 @@ class GradFn(_Hooks):
         # pinned: a composite whose PyTorch node saves only sizes (mean divides by a count)
         if self._state == GradFn.SAVED and not self._pinned:
             self._state = GradFn.FREED
-            self._inputs = self._values = self._out = self._versions = None
+            self._values = self._out = self._versions = None
 
     def saved(self, as_tensors: bool) -> tuple[list, object]:
         """The inputs and output(s) the vjp rule reads: arrays, or tensors to record through
@@ -335,14 +333,24 @@ class GradFn(_Hooks):
             if cell.version != version:
                 if isinstance(owner, int):  # output `owner` of this node
                     owner = (self, owner)
-                elif owner is not None:  # an input tensor: named by its node now, as PyTorch
-                    owner = (owner._grad_fn, owner._index) if owner._grad_fn else None
+                else:  # an input tensor (held weakly): named by its node now, as PyTorch
+                    t = owner()
+                    owner = (t._grad_fn, t._index) if t is not None and t._grad_fn else None
                 raise RuntimeError(_version_message(cell, version, owner))
         if not as_tensors:
             return self._values, self._out
         from tracegrad.tensor import Tensor  # the tensor module sits above this one
 
-        ins = list(self._inputs)
+        # inputs as tensors linked into the graph: a handle on the producer's output, the leaf
+        # itself, or the constant's value (no reference to user tensors: no cycles)
+        ins = []
+        for (nxt, index), value in zip(self._next, self._values):
+            if isinstance(nxt, GradFn):
+                ins.append(Tensor._attached(value, nxt, index))
+            elif nxt is not None:
+                ins.append(nxt.variable)
+            else:
+                ins.append(value)
         if node.prim.multiple_results:
             out = tuple(Tensor._attached(v, self, i) for i, v in enumerate(self._out))
         else:

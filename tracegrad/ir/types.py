@@ -81,6 +81,12 @@ def aval_of(x) -> Aval:
         return Aval((), np.float64, True)
     if isinstance(x, complex):
         return Aval((), np.complex128, True)
+    if type(x).__name__ in ("Tensor", "Parameter"):
+        raise TypeError(
+            f"tracegrad: the functional transforms take arrays, got a {type(x).__name__}; pass "
+            "t.detach().numpy(), or differentiate tensors with .backward() / "
+            "tg.autograd.grad"
+        )
     raise TypeError(
         f"tracegrad: expected an array or a Python scalar, got {type(x).__name__}; "
         "wrap lists with np.asarray or tracegrad.numpy.array"

@@ -2,9 +2,14 @@
 
 from tracegrad.nn import functional, init
 from tracegrad.nn.layers import (
+    ELU,
+    GELU,
     CrossEntropyLoss,
+    Dropout,
     Flatten,
     Identity,
+    LayerNorm,
+    LeakyReLU,
     Linear,
     LogSoftmax,
     ModuleList,
@@ -13,15 +18,22 @@ from tracegrad.nn.layers import (
     ReLU,
     Sequential,
     Sigmoid,
+    SiLU,
     Softmax,
+    Softplus,
     Tanh,
 )
 from tracegrad.nn.module import Module, Parameter
 
 __all__ = [
+    "ELU",
+    "GELU",
     "CrossEntropyLoss",
+    "Dropout",
     "Flatten",
     "Identity",
+    "LayerNorm",
+    "LeakyReLU",
     "Linear",
     "LogSoftmax",
     "MSELoss",
@@ -31,8 +43,10 @@ __all__ = [
     "Parameter",
     "ReLU",
     "Sequential",
+    "SiLU",
     "Sigmoid",
     "Softmax",
+    "Softplus",
     "Tanh",
     "functional",
     "init",

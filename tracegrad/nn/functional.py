@@ -8,22 +8,34 @@ are PyTorch's, with dtype names written as NumPy's.
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 
 import numpy as np
 
 from tracegrad import torch_ops as ops
-from tracegrad.tensor import Tensor
+from tracegrad.tensor import Tensor, get_default_dtype
+from tracegrad.torch_ops import creation
+from tracegrad.torch_ops.conventions import _named
 
 __all__ = [
     "cross_entropy",
+    "dropout",
+    "elu",
+    "gelu",
+    "layer_norm",
+    "leaky_relu",
     "linear",
     "log_softmax",
     "mse_loss",
     "nll_loss",
+    "normalize",
     "relu",
     "sigmoid",
+    "silu",
     "softmax",
+    "softplus",
     "tanh",
 ]
 
@@ -116,6 +128,184 @@ def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
 def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     x = _tensor(input)
     return ops.log_softmax(x, _softmax_dim("log_softmax", x.ndim, dim, _stacklevel), dtype=dtype)
+
+
+# -- smooth activations --------------------------------------------------------------------------
+#
+# Each is written so that neither branch of a `where` overflows: the unselected branch of
+# `where` receives a zero cotangent, and 0 * inf would be a nan gradient (the "double where":
+# the input of the unselected branch is replaced by a harmless value first).
+
+
+def _inplace(input, fn):
+    """`fn(input)` written back into `input` (PyTorch's `inplace=True`)."""
+    x = _tensor(input)
+    x._check_inplace()
+    return x._rebind(fn(x._snapshot()))
+
+
+def _sigmoid(x):
+    """Stable logistic: with z = exp(-|x|) in (0, 1], 1 / (1 + z) for x >= 0 and z / (1 + z)
+    for x < 0; no exp overflows, so the gradient is finite at any |x|."""
+    negative = ops.lt(x, 0)
+    z = ops.exp(ops.where(negative, x, ops.neg(x)))
+    one_plus = ops.add(z, 1.0)
+    return ops.where(negative, ops.div(z, one_plus), ops.reciprocal(one_plus))
+
+
+def silu(input, inplace: bool = False):
+    """`x * sigmoid(x)` (swish), with a sigmoid whose gradient is finite at any |x|."""
+    if inplace:
+        return _inplace(input, silu)
+    x = _float(input)
+    return _named(ops.mul(x, _sigmoid(x)), "SiluBackward0", (x,))
+
+
+def softplus(input, beta=1, threshold=20):
+    """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold` (as
+    PyTorch); the exponential only sees inputs below the threshold, so no overflow."""
+    x = _float(input)
+    bx = x if beta == 1 else ops.mul(x, beta)
+    linear_part = ops.gt(bx, threshold)
+    safe = ops.where(linear_part, 0.0, bx)
+    soft = ops.log1p(ops.exp(safe))
+    if beta != 1:
+        soft = ops.div(soft, beta)
+    return _named(ops.where(linear_part, x, soft), "SoftplusBackward0", (x,))
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    """`x` where `x > 0`, else `negative_slope * x` (the gradient at 0 is `negative_slope`,
+    as PyTorch's)."""
+    if inplace:
+        return _inplace(input, lambda t: leaky_relu(t, negative_slope))
+    x = _tensor(input)
+    out = ops.where(ops.gt(x, 0), x, ops.mul(x, negative_slope))
+    return _named(out, "LeakyReluBackward0", (x,))
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """`x` where `x > 0`, else `alpha * expm1(x)` (the gradient at 0 is `alpha`, as
+    PyTorch's); `expm1` only sees non-positive inputs, so no overflow at large x."""
+    if inplace:
+        return _inplace(input, lambda t: elu(t, alpha))
+    x = _float(input)
+    positive = ops.gt(x, 0)
+    negative_part = ops.mul(ops.expm1(ops.where(positive, 0.0, x)), alpha)
+    return _named(ops.where(positive, x, negative_part), "EluBackward0", (x,))
+
+
+_GELU_BETA = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5  # sqrt(2 / pi), as ATen's
+_GELU_KAPPA = 0.044715
+
+
+def gelu(input, approximate: str = "none"):
+    """GELU. Only `approximate='tanh'` is supported: `0.5 * x * (1 + tanh(sqrt(2 / pi) *
+    (x + 0.044715 * x**3)))`, evaluated as PyTorch evaluates it. The exact form,
+    `approximate='none'` (PyTorch's default), is `x * Phi(x)` and needs `erf`, which
+    tracegrad has no primitive for: it raises `NotImplementedError`; pass
+    `approximate='tanh'` instead."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    if approximate == "none":
+        raise NotImplementedError(
+            "gelu: approximate='none' (the exact GELU) needs erf, which tracegrad does not "
+            "have; use approximate='tanh'"
+        )
+    x = _float(input)
+    cube = ops.mul(ops.mul(x, x), x)
+    inner = ops.mul(ops.add(x, ops.mul(cube, _GELU_KAPPA)), _GELU_BETA)
+    out = ops.mul(ops.mul(x, 0.5), ops.add(ops.tanh(inner), 1.0))
+    return _named(out, "GeluBackward0", (x,))
+
+
+def _float(input) -> Tensor:
+    """The input as a tensor; integer and bool inputs become the default float dtype."""
+    x = _tensor(input)
+    return x._astype(get_default_dtype()) if x.dtype.kind in "biu" else x
+
+
+# -- regularisation and normalisation ------------------------------------------------------------
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Inverted dropout: each element is kept with probability `1 - p` and scaled by
+    `1 / (1 - p)`, so the expectation is the input. The mask comes from tracegrad's generator
+    (`tg.manual_seed`); the gradient is the same mask times `1 / (1 - p)`. The input itself
+    when not training or `p == 0`; zeros (times the input) when `p == 1`."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if inplace:
+        return _inplace(input, lambda t: dropout(t, p, training))
+    x = _tensor(input)
+    if p == 1.0:
+        return ops.mul(x, Tensor(np.zeros((), x.dtype)))
+    keep = creation._rng.random(x.shape) >= p
+    return ops.mul(ops.mul(x, Tensor(keep.astype(x.dtype))), 1.0 / (1.0 - p))
+
+
+def _shape_list(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """Normalises over the trailing `normalized_shape` axes: `(x - mean) / sqrt(var + eps)`
+    with the biased variance (as PyTorch), then `* weight + bias` when given."""
+    x = _tensor(input)
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    shape = tuple(int(d) for d in normalized_shape)
+    k = len(shape)
+    if k == 0 or x.ndim < k or tuple(x.shape[x.ndim - k :]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={_shape_list(shape)}, expected input with shape "
+            f"{_shape_list(('*', *shape))}, but got input of size{_shape_list(x.shape)}"
+        )
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and tuple(param.shape) != shape:
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {_shape_list(param.shape)} and normalized_shape = {_shape_list(shape)}"
+            )
+    dims = tuple(range(x.ndim - k, x.ndim))
+    centered = ops.sub(x, ops.mean(x, dims, keepdim=True))
+    variance = ops.mean(ops.mul(centered, centered), dims, keepdim=True)
+    out = ops.mul(centered, ops.rsqrt(ops.add(variance, eps)))
+    if weight is not None:
+        out = ops.mul(out, weight)
+    if bias is not None:
+        out = ops.add(out, bias)
+    shown = (x, *(t for t in (weight, bias) if t is not None))
+    return _named(out, "NativeLayerNormBackward0", shown)
+
+
+def _safe_norm(x, p, dim):
+    """The p-norm over `dim` (kept), with a finite gradient at a zero vector: the root whose
+    derivative is infinite at 0 only sees a positive input (the double `where`)."""
+    if p == math.inf:
+        return ops.amax(ops.abs(x), dim, keepdim=True)
+    if p == -math.inf:
+        return ops.amin(ops.abs(x), dim, keepdim=True)
+    if p == 1:
+        return ops.sum(ops.abs(x), dim, keepdim=True)
+    powered = ops.mul(x, x) if p == 2 else ops.pow(ops.abs(x), p)
+    total = ops.sum(powered, dim, keepdim=True)
+    positive = ops.gt(total, 0)
+    safe = ops.where(positive, total, 1.0)
+    root = ops.sqrt(safe) if p == 2 else ops.pow(safe, 1.0 / p)
+    return ops.where(positive, root, 0.0)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """`x / max(||x||_p, eps)` along `dim`. At a zero vector the value is 0 and the gradient
+    is PyTorch's finite one (`grad / eps`: the clamp holds the norm at `eps`)."""
+    if out is not None:
+        raise NotImplementedError("normalize: out= is not supported by tracegrad; use the result")
+    x = _float(input)
+    denom = ops.clamp_min(_safe_norm(x, p, dim), eps)
+    return ops.div(x, ops.expand_as(denom, x))
 
 
 # -- losses ------------------------------------------------------------------------------------

@@ -88,6 +88,14 @@ def floor_divide(input, other):
 
 
 def matmul(input, other):
+    if (
+        isinstance(input, Tensor)
+        and isinstance(other, Tensor)
+        and input.ndim == other.ndim == 2
+        and input.shape[1] != other.shape[0]
+    ):
+        (n, k), (k2, m) = input.shape, other.shape
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
     return _binary(_linalg().matmul_p, input, other)
 
 

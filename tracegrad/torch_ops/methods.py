@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracegrad.tensor import Tensor, tensor
+from tracegrad.tensor import Tensor, _check_device, tensor
 from tracegrad.torch_ops.arithmetic import (
     abs,
     acos,
@@ -295,6 +295,7 @@ _METHODS = {
     "long": lambda self: _to(self, np.int64),
     "bool": lambda self: _to(self, np.bool_),
     "cpu": lambda self: self,
+    "cuda": lambda self, *a, **k: _check_device("cuda"),
     "zero_": _zero_,
     "fill_": _fill_,
     "copy_": _copy_,

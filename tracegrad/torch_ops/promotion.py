@@ -90,6 +90,30 @@ def _apply(prim, *args):
 
 
 def _binary(prim, a, b, *, floating=False):
+    try:
+        return _binary_op(prim, a, b, floating)
+    except ValueError:
+        message = _mismatch(a, b) if prim.name != "matmul" else None
+        if message is None:
+            raise
+        raise RuntimeError(message) from None
+
+
+def _mismatch(a, b) -> str | None:
+    """PyTorch's message for shapes that do not broadcast (None if they do)."""
+    sa, sb = np.shape(a), np.shape(b)
+    for k in range(1, min(len(sa), len(sb)) + 1):
+        da, db = sa[-k], sb[-k]
+        if da != db and da != 1 and db != 1:
+            dim = max(len(sa), len(sb)) - k
+            return (
+                f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                f"non-singleton dimension {dim}"
+            )
+    return None
+
+
+def _binary_op(prim, a, b, floating):
     # fast paths: the same dtype on both sides, or a float tensor with a Python number
     if isinstance(a, Tensor):
         if isinstance(b, Tensor):

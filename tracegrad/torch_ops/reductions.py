@@ -125,6 +125,7 @@ def _reduce_choose(which: str):
             values = squeeze(values, d)
             index = squeeze(index, d)
         _named(values, f"{which.capitalize()}Backward0", (x,))
+        values._base = None  # a new tensor in PyTorch, not a view: in-place on it is fine
         return _values_indices(values, _as_tensor(index))
 
     f.__name__ = which
@@ -198,7 +199,10 @@ def log_softmax(input, dim, dtype=None):
 def norm(input, p="fro", dim=None, keepdim=False):
     x = _as_tensor(input)
     if p in ("fro", 2, 2.0):
-        return sqrt(sum(mul(x, x), dim, keepdim))
+        # PyTorch's gradient at a zero vector is 0 (sqrt's would be inf * 0 = nan)
+        squares = sum(mul(x, x), dim, keepdim)
+        zero = eq(squares.detach(), 0)
+        return _named(where(zero, 0.0, sqrt(where(zero, 1.0, squares))), "NormBackward1", (x,))
     if p in (1, 1.0):
         return sum(abs(x), dim, keepdim)
     if p == float("inf"):

@@ -174,7 +174,9 @@ def clone(input):
 
 
 def contiguous(input):
-    return input
+    """The tensor itself, or a copy of a view (PyTorch copies a non-contiguous one; the copy
+    is not a view, so in-place updates of it are allowed)."""
+    return clone(input) if input._base is not None else input
 
 
 def _to(input, *args, **kwargs):
