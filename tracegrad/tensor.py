@@ -369,9 +369,8 @@ class Tensor(Boxed):
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a 0-d tensor")
-        for i in range(self.shape[0]):
-            yield self[i]
+            raise TypeError("iteration over a 0-d tensor")  # at iter(), as PyTorch
+        return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
         value = self._cell.value

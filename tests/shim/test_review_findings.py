@@ -132,3 +132,11 @@ def test_a_tensor_inside_jit_is_refused_not_baked_in():
     with tg.no_grad():
         w.mul_(10)
     np.testing.assert_array_equal(tg.grad(f)(np.ones(2)), [10.0, 20.0])
+
+
+def test_where_wants_a_boolean_condition_and_0d_tensors_are_not_iterable():
+    for M in _libs():
+        with pytest.raises(RuntimeError, match="^where expected condition to be a boolean"):
+            M.where(M.tensor([1.0, 0.0]), M.ones(2), M.zeros(2))
+        with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+            iter(M.tensor(1.0))

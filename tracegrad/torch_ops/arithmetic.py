@@ -205,9 +205,13 @@ def sigmoid(input):
     x = _as_tensor(input)
     if x.dtype.kind in "biu":
         x = x._astype(get_default_dtype())
-    # 1 / (1 + exp(-x)) overflows harmlessly to 0 for very negative x
-    with np.errstate(over="ignore"):
-        return _named(reciprocal(add(exp(neg(x)), 1.0)), "SigmoidBackward0", (x,))
+    # exp of -|x| never overflows, so neither the value nor the gradient meets inf (a plain
+    # 1 / (1 + exp(-x)) gives 0 * inf = nan in the gradient at x = -1000)
+    negative = lt(x, 0)
+    z = exp(where(negative, x, neg(x)))
+    one_plus = add(z, 1.0)
+    out = where(negative, div(z, one_plus), reciprocal(one_plus))
+    return _named(out, "SigmoidBackward0", (x,))
 
 
 def relu(input):
@@ -253,8 +257,14 @@ def clamp_max(input, max):  # noqa: A002
 
 
 def where(condition, input, other):
+    condition = _as_tensor(condition)
+    if condition.dtype != np.bool_:
+        raise RuntimeError(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{condition.dtype.name}"
+        )
     dtype = result_type(input, other)
-    return bind(ew.where_p, _as_tensor(condition), _cast(input, dtype), _cast(other, dtype))
+    return bind(ew.where_p, condition, _cast(input, dtype), _cast(other, dtype))
 
 
 def lerp(input, end, weight):

@@ -207,7 +207,10 @@ def norm(input, p="fro", dim=None, keepdim=False):
         return sum(abs(x), dim, keepdim)
     if p == float("inf"):
         return amax(abs(x), dim if dim is not None else (), keepdim)
-    return pow(sum(pow(abs(x), p), dim, keepdim), 1.0 / p)
+    # the root only of positive sums: its derivative at 0 is infinite (PyTorch gives 0)
+    total = sum(pow(abs(x), p), dim, keepdim)
+    zero = eq(total.detach(), 0)
+    return where(zero, 0.0, pow(where(zero, 1.0, total), 1.0 / p))
 
 
 @_numpy_names
