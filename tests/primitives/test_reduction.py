@@ -558,3 +558,30 @@ def test_average_errors_match_numpy():
         tg.numpy.average(x, axis=1, weights=np.ones(2))
     with pytest.raises(ValueError, match="ddof and correction"):
         tg.numpy.var(x, ddof=1, correction=1)
+
+
+def test_cumprod_gradient_at_zeros_is_exact():
+    # d/dx_i sum_j w_j cumprod(x)_j = sum_{j>=i} w_j prod_{k<=j, k!=i} x_k, written out
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def expected(x):
+        n = len(x)
+        return np.array(
+            [
+                sum(w[j] * np.prod([x[k] for k in range(j + 1) if k != i]) for j in range(i, n))
+                for i in range(n)
+            ]
+        )
+
+    for x in (
+        [2.0, 0.0, 3.0, 0.5],
+        [2.0, 0.0, 3.0, 0.0],
+        [0.0, 0.0, 1.0, 2.0],
+        [1.5, 2.0, 3.0, 0.5],
+    ):
+        x = np.array(x)
+        np.testing.assert_allclose(tg.grad(lambda x: np.sum(np.cumprod(x) * w))(x), expected(x))
+        rev = tg.grad(lambda x: np.sum(np.flip(np.cumprod(np.flip(x))) * w[::-1]))(x)
+        np.testing.assert_allclose(rev, expected(x[::-1])[::-1])
+        _, tangent = tg.jvp(lambda x: np.sum(np.cumprod(x) * w), (x,), (np.ones(4),))
+        np.testing.assert_allclose(tangent, expected(x).sum())

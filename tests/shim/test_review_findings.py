@@ -140,3 +140,10 @@ def test_where_wants_a_boolean_condition_and_0d_tensors_are_not_iterable():
             M.where(M.tensor([1.0, 0.0]), M.ones(2), M.zeros(2))
         with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
             iter(M.tensor(1.0))
+
+
+def test_cumprod_gradient_at_a_zero_matches_torch():
+    for M in _libs():
+        x = M.tensor([2.0, 0.0, 3.0], dtype=M.float64, requires_grad=True)
+        x.cumprod(0).sum().backward()
+        np.testing.assert_array_equal(_np(x.grad), [1.0, 8.0, 0.0])

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 import tracegrad as tg
 from tracegrad.testing import available_ops, numerical_jvp, programs
 
-# prod's second derivative is NaN at zeros (see test_random_programs)
-OPS = [name for name in available_ops(smooth=True) if name != "prod"]
+OPS = available_ops(smooth=True)
 
 
 def _program(data, scalar=True, max_ops=6):

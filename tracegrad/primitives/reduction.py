@@ -198,8 +198,7 @@ def _others_product(x, axis):
     same quantity with a tree of pairwise products). It never divides by x, so zeros are
     exact: with one zero in a slice, the zero's position gets the product of the rest and
     every other position 0; with two or more zeros, every position gets 0. Differentiating
-    it again goes through cumprod's rule, which divides by x: prod's second derivative is
-    exact away from zeros and NaN in the row and column of a zero.
+    it again goes through cumprod's rule, which treats zeros exactly too.
     """
     from tracegrad.primitives import shape as _shape
 
@@ -482,23 +481,42 @@ cumsum_p = Primitive(
 )
 
 
-# cumprod's derivative divides by x: d out_i / d x_j = out_i / x_j for every x_j in out_i's
-# product. It is exact away from zeros and gives inf/nan at x == 0 (JAX differentiates its
-# associative scan instead, which is exact at zeros but costs log(n) passes). `prod`, whose
-# gradient must be right at zeros, does not use this rule for its first derivative.
+# cumprod's derivative: d out_j / d x_i is the product of the other factors of out_j. Away
+# from zeros that is out_j / x_i. At a zero x_i it is the product of out_j's factors with x_i
+# left out, which is nonzero only if x_i is out_j's only zero: that product is the cumprod of
+# x with its zeros replaced by 1, where the count of zeros so far is 1 (PyTorch's
+# cumprod_backward treats the first zero the same way). No division by a zero: first
+# derivatives are exact everywhere, and so are second ones where a product has at most one
+# zero. With two zeros in a product, the second derivative misses their cross term (the
+# mask is piecewise constant): a strict xfail test pins it until an exact scan exists.
+
+
+def _cumprod_parts(x, axis, reverse, exclusive):
+    """(zero mask, x with zeros as 1, its cumprod, `only one zero in the product so far`)."""
+    zero = ew.equal(x, 0.0)
+    x_safe = ew.where(zero, 1.0, x)
+    y_safe = cumprod(x_safe, axis, reverse, exclusive)
+    count = cumsum(ew.astype(zero, np.int64), axis, reverse, exclusive)
+    return zero, x_safe, y_safe, ew.equal(count, 1)
 
 
 def _cumprod_jvp(primals, tangents, *, out, axis, reverse, exclusive):
     (x,), (x_dot,) = primals, tangents
     if x_dot is None or not _float_input(x):
         return None
-    return out * cumsum(x_dot / x, axis, reverse, exclusive)
+    zero, x_safe, y_safe, single = _cumprod_parts(x, axis, reverse, exclusive)
+    away = out * cumsum(ew.where(zero, 0.0, x_dot / x_safe), axis, reverse, exclusive)
+    at_zero = cumsum(ew.where(zero, x_dot, 0.0), axis, reverse, exclusive)
+    return away + ew.where(single, y_safe * at_zero, 0.0)
 
 
 def _cumprod_vjp(x_bar, x, *, out, axis, reverse, exclusive):
     if not _float_input(x):
         return (None,)
-    return (cumsum(x_bar * out, axis, not reverse, exclusive) / x,)
+    zero, x_safe, y_safe, single = _cumprod_parts(x, axis, reverse, exclusive)
+    away = cumsum(x_bar * out, axis, not reverse, exclusive) / x_safe
+    at_zero = cumsum(ew.where(single, x_bar * y_safe, 0.0), axis, not reverse, exclusive)
+    return (ew.where(zero, at_zero, away),)
 
 
 cumprod_p = Primitive(
