@@ -169,6 +169,10 @@ def test_second_derivative_of_prod_at_a_zero():
     np.testing.assert_array_equal(
         tg.hessian(np.prod)(np.array([0.0, 2.0, 3.0])), [[0, 3, 2], [3, 0, 0], [2, 0, 0]]
     )
+    # two zeros: each exclusive product holds at most one of them, so prod stays exact
+    np.testing.assert_array_equal(
+        tg.hessian(np.prod)(np.array([0.0, 0.0, 2.0])), [[0, 2, 0], [2, 0, 0], [0, 0, 0]]
+    )
 
 
 @pytest.mark.xfail(
