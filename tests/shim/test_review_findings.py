@@ -147,3 +147,34 @@ def test_cumprod_gradient_at_a_zero_matches_torch():
         x = M.tensor([2.0, 0.0, 3.0], dtype=M.float64, requires_grad=True)
         x.cumprod(0).sum().backward()
         np.testing.assert_array_equal(_np(x.grad), [1.0, 8.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda M: M.ones(2, 3).reshape(4, 2),
+        lambda M: M.ones(2, 3).view(4, 2),
+        lambda M: M.ones(2, 3).reshape(-1, 4),
+        lambda M: M.ones(2, 3).permute(0),
+        lambda M: M.ones(2).expand(3, 3),
+    ],
+    ids=["reshape", "view", "reshape(-1, 4)", "permute", "expand"],
+)
+def test_shape_op_errors_say_what_pytorch_says(make):
+    firsts = []
+    for M in _libs():
+        with pytest.raises(RuntimeError) as e:
+            make(M)
+        firsts.append(str(e.value).splitlines()[0])
+    assert len(set(firsts)) == 1, firsts
+
+
+def test_a_plain_backward_after_a_create_graph_one_adds_in_place():
+    for M in _libs():
+        x = M.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.warns(UserWarning, match="reference cycle"):
+            (x**2).sum().backward(create_graph=True)
+        first = x.grad
+        (x**2).sum().backward()
+        assert x.grad is first and x.grad.requires_grad
+        np.testing.assert_array_equal(_np(x.grad), [4.0, 8.0])

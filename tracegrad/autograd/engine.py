@@ -343,11 +343,9 @@ def _accumulate(var: Tensor, g, create: bool) -> None:
         value = np.asarray(g)
         if old is None:
             var._grad = Tensor._wrap(value if value.flags.c_contiguous else value.copy())
-        elif old._grad_fn is None and not old._requires_grad:
+        else:  # in place, as PyTorch: the same .grad object (a graph it has is kept)
             old._cell.value = _ro(old._cell.value + value)
             old._cell.version += 1
-        else:
-            var._grad = Tensor._wrap(old._cell.value + value)
         return
     if old is None:
         if g._grad_fn is not None:

@@ -8,6 +8,8 @@ PyTorch's does.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tracegrad import numpy as tnp
@@ -22,6 +24,12 @@ from tracegrad.torch_ops.promotion import _cast, result_type
 def reshape(input, *shape_):
     x = _as_tensor(input)
     new = _shape_args(shape_)
+    known = math.prod(d for d in new if d != -1)
+    size = x.numel()
+    if list(new).count(-1) > 1 or (
+        known != size if -1 not in new else (known == 0 or size % known)
+    ):
+        raise RuntimeError(f"shape '{list(new)}' is invalid for input of size {size}")
     return _named(tnp.reshape(x, new), "ViewBackward0", (x,))
 
 
@@ -72,7 +80,14 @@ swapaxes = swapdims = transpose
 
 def permute(input, *dims):
     x = _as_tensor(input)
-    dims = tuple(d % x.ndim for d in _shape_args(dims))
+    dims = _shape_args(dims)
+    if len(dims) != x.ndim:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            "length of the desired ordering of dimensions i.e. input.dim() = "
+            f"{x.ndim} is not equal to len(dims) = {len(dims)}"
+        )
+    dims = tuple(d % x.ndim for d in dims)
     return _named(shape.transpose(x, dims), "PermuteBackward0")
 
 
@@ -98,6 +113,14 @@ def expand(input, *sizes):
     sizes = _shape_args(sizes)
     lead = len(sizes) - x.ndim
     target = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    for i in range(x.ndim):
+        have, want = x.shape[i], target[i + lead]
+        if have != want and have != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want}) must match the existing size "
+                f"({have}) at non-singleton dimension {i + lead}.  Target sizes: "
+                f"{list(target)}.  Tensor sizes: {list(x.shape)}"
+            )
     return tnp.broadcast_to(x, target)
 
 
