@@ -12,6 +12,7 @@ import builtins
 
 import numpy as np
 
+from tracegrad import numpy as tnp
 from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
 from tracegrad.tensor import Tensor, get_default_dtype
@@ -129,6 +130,15 @@ def dot(input, other):
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     return matmul(input, other)
+
+
+def einsum(equation, *operands):
+    """`torch.einsum(equation, *operands)` (operands may also come as one list)."""
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = tuple(operands[0])
+    operands = [_as_tensor(x) for x in operands]
+    dtype = result_type(*operands)
+    return _named(tnp.einsum(equation, *[_cast(x, dtype) for x in operands]), "EinsumBackward0")
 
 
 def outer(input, vec2):
@@ -302,6 +312,7 @@ __all__ = [
     "mv",
     "dot",
     "outer",
+    "einsum",
     "neg",
     "negative",
     "exp",

@@ -191,6 +191,18 @@ def gather(input, dim, index):
     return tnp.take_along_axis(_as_tensor(input), _as_tensor(index), axis=dim)
 
 
+def index_select(input, dim, index):
+    return _named(tnp.take(_as_tensor(input), _as_tensor(index), axis=dim), "IndexSelectBackward0")
+
+
+def triu(input, diagonal=0):
+    return _named(tnp.triu(_as_tensor(input), diagonal), "TriuBackward0")
+
+
+def tril(input, diagonal=0):
+    return _named(tnp.tril(_as_tensor(input), diagonal), "TrilBackward0")
+
+
 def clone(input):
     out = bind(ew.positive_p, _as_tensor(input))  # a copy that keeps 0-d tensors 0-d
     return _named(out, "CloneBackward0")
@@ -244,6 +256,9 @@ __all__ = [
     "select",
     "narrow",
     "gather",
+    "index_select",
+    "triu",
+    "tril",
     "clone",
     "contiguous",
 ]
