@@ -180,3 +180,21 @@ def test_a_plain_backward_after_a_create_graph_one_adds_in_place():
         (x**2).sum().backward()
         assert x.grad is first and x.grad.requires_grad
         np.testing.assert_array_equal(_np(x.grad), [4.0, 8.0])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda M: M.tensor([1, 2]) // M.tensor([0, 1]),
+        lambda M: M.tensor([1, 2]) % 0,
+        lambda M: M.tensor([1, 2]) // 0,
+        lambda M: M.div(M.tensor([1, 2]), 0, rounding_mode="floor"),
+    ],
+    ids=["//tensor", "%0", "//0", "div(floor)"],
+)
+def test_integer_division_by_zero_raises_as_in_torch(make):
+    for M in _libs():
+        with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+            make(M)
+    with np.errstate(divide="ignore"):  # floats divide as IEEE says (NumPy's warning aside)
+        np.testing.assert_array_equal(_np(tg.tensor([1.0, -2.0]) // 0), [np.inf, -np.inf])

@@ -63,7 +63,7 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return _binary(ew.divide_p, input, other, floating=True)
     if rounding_mode == "floor":
-        return _binary(ew.floor_divide_p, input, other)
+        return floor_divide(input, other)
     if rounding_mode == "trunc":
         return trunc(_binary(ew.divide_p, input, other, floating=True))._astype(
             result_type(input, other)
@@ -80,11 +80,21 @@ def pow(input, exponent):  # noqa: A001 - PyTorch's name
     return _binary(ew.power_p, input, exponent)
 
 
+def _integer_zero_divisor(input, other) -> None:
+    """PyTorch refuses integer division by zero (NumPy returns 0 with a warning)."""
+    if result_type(input, other).kind in "biu":
+        divisor = other._cell.value if isinstance(other, Tensor) else np.asarray(other)
+        if np.any(divisor == 0):
+            raise RuntimeError("ZeroDivisionError")
+
+
 def remainder(input, other):
+    _integer_zero_divisor(input, other)
     return _binary(ew.remainder_p, input, other)
 
 
 def floor_divide(input, other):
+    _integer_zero_divisor(input, other)
     return _binary(ew.floor_divide_p, input, other)
 
 
