@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import subprocess
 import sys
 import warnings
@@ -22,59 +21,16 @@ import tracegrad as tg
 import tracegrad.nn as nn
 import tracegrad.nn.functional as F
 import tracegrad.optim as optim
+from tests.shim import torch_oracle
+from tests.shim.torch_oracle import torch_one_thread  # noqa: F401 - the `torch` fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # -- oracle helpers --------------------------------------------------------------------------
 
-_SCALAR_NAMES = {
-    "Half": "float16",
-    "Float": "float32",
-    "Double": "float64",
-    "Byte": "uint8",
-    "Char": "int8",
-    "Short": "int16",
-    "Int": "int32",
-    "Long": "int64",
-    "Bool": "bool",
-}
-
-
-def normalize_torch_message(msg) -> str:
-    """PyTorch's first line in tracegrad's terms: `torch.Size([3])` -> `(3,)`, tensor and
-    scalar type names (`torch.FloatTensor`, `Float`) -> NumPy dtype names."""
-    line = str(msg).split("\n", 1)[0]
-
-    def size(m):
-        return repr(tuple(int(d) for d in m.group(1).split(",") if d.strip()))
-
-    line = re.sub(r"torch\.Size\(\[([^\]]*)\]\)", size, line)
-    line = re.sub(r"torch\.(\w+?)Tensor\b", lambda m: _SCALAR_NAMES.get(m.group(1), m[0]), line)
-    return re.sub(r"\b(" + "|".join(_SCALAR_NAMES) + r")\b", lambda m: _SCALAR_NAMES[m[1]], line)
-
-
-def caught(fn):
-    """(type name, first line) of what `fn()` raises; fails if it does not raise."""
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - the exception is the result
-        return type(e).__name__, str(e).split("\n", 1)[0]
-    raise AssertionError("expected an exception")
-
-
-def assert_same_error(ours, theirs) -> None:
-    kind, msg = caught(ours)
-    t_kind, t_msg = caught(theirs)
-    assert (kind, msg) == (t_kind, normalize_torch_message(t_msg))
-
-
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield torch
-    torch.set_num_threads(threads)
+# nn's messages name scalar types too (`expected scalar type Float`): normalize those as well
+normalize_torch_message = partial(torch_oracle.normalize_torch_message, scalar_names=True)
+assert_same_error = partial(torch_oracle.assert_same_error, scalar_names=True)
 
 
 def to_torch(torch, t, requires_grad=False):

@@ -4,50 +4,18 @@ float64 at 1e-12, stability at |x| = 1e3, dropout statistics, reprs and messages
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
 import tracegrad as tg
 import tracegrad.nn as nn
 import tracegrad.nn.functional as F
-
-
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield torch
-    torch.set_num_threads(threads)
-
+from tests.shim.torch_oracle import (
+    assert_same_error,
+    torch_one_thread,  # noqa: F401 - the `torch` fixture
+)
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def normalize_torch_message(msg) -> str:
-    """PyTorch's first line in tracegrad's terms (`torch.Size([3])` -> `(3,)`)."""
-    line = str(msg).split("\n", 1)[0]
-    return re.sub(
-        r"torch\.Size\(\[([^\]]*)\]\)",
-        lambda m: repr(tuple(int(d) for d in m.group(1).split(",") if d.strip())),
-        line,
-    )
-
-
-def caught(fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - the exception is the result
-        return type(e).__name__, str(e).split("\n", 1)[0]
-    raise AssertionError("expected an exception")
-
-
-def assert_same_error(ours, theirs) -> None:
-    kind, msg = caught(ours)
-    t_kind, t_msg = caught(theirs)
-    assert (kind, msg) == (t_kind, normalize_torch_message(t_msg))
 
 
 def numpy_of(t) -> np.ndarray:

@@ -4,7 +4,6 @@ AdamW; groups, state dicts, zero_grad, closures, versions and messages."""
 
 from __future__ import annotations
 
-import re
 import warnings
 from functools import partial
 
@@ -14,43 +13,10 @@ import pytest
 import tracegrad as tg
 import tracegrad.nn as nn
 import tracegrad.optim as optim
-
-_SCALAR_NAMES = {"Float": "float32", "Double": "float64", "Long": "int64", "Int": "int32"}
-
-
-def normalize_torch_message(msg) -> str:
-    """PyTorch's first line in tracegrad's terms (`torch.Size([3])` -> `(3,)`, type names)."""
-    line = str(msg).split("\n", 1)[0]
-
-    def size(m):
-        return repr(tuple(int(d) for d in m.group(1).split(",") if d.strip()))
-
-    line = re.sub(r"torch\.Size\(\[([^\]]*)\]\)", size, line)
-    return re.sub(r"torch\.(\w+?)Tensor\b", lambda m: _SCALAR_NAMES.get(m.group(1), m[0]), line)
-
-
-def caught(fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - the exception is the result
-        return type(e).__name__, str(e).split("\n", 1)[0]
-    raise AssertionError("expected an exception")
-
-
-def assert_same_error(ours, theirs) -> None:
-    kind, msg = caught(ours)
-    t_kind, t_msg = caught(theirs)
-    assert (kind, msg) == (t_kind, normalize_torch_message(t_msg))
-
-
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield torch
-    torch.set_num_threads(threads)
-
+from tests.shim.torch_oracle import (
+    assert_same_error,
+    torch_one_thread,  # noqa: F401 - the `torch` fixture
+)
 
 # -- one small model trained in both libraries -------------------------------------------------
 

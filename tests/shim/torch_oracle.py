@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 
 import tracegrad
 
@@ -40,12 +41,13 @@ _TENSOR_TYPES = {
 }
 
 
-def normalize_torch_message(msg: str) -> str:
+def normalize_torch_message(msg: str, *, scalar_names: bool = False) -> str:
     """The first line of a PyTorch message in tracegrad's terms.
 
     `torch.Size([2, 3])` becomes `(2, 3)` (`torch.Size([3])` -> `(3,)`, `torch.Size([])` -> `()`)
     and tensor type names become NumPy dtype names (`torch.FloatTensor` -> `float32`); the
-    C++ provenance suffix of warnings (` (Triggered internally at ...)`) goes.
+    C++ provenance suffix of warnings (` (Triggered internally at ...)`) goes. With
+    `scalar_names`, bare scalar type names too (`expected scalar type Float` -> `float32`).
     """
     line = str(msg).split("\n", 1)[0]
     line = re.sub(r" \(Triggered internally at [^)]*\)$", "", line)
@@ -55,11 +57,41 @@ def normalize_torch_message(msg: str) -> str:
         return repr(tuple(int(d) for d in dims))
 
     line = re.sub(r"torch\.Size\(\[([^\]]*)\]\)", size, line)
-    return re.sub(
+    line = re.sub(
         r"torch\.(\w+?)Tensor\b",
         lambda m: _TENSOR_TYPES.get(m.group(1), m.group(0)),
         line,
     )
+    if scalar_names:
+        names = "|".join(_TENSOR_TYPES)
+        line = re.sub(r"\b(" + names + r")\b", lambda m: _TENSOR_TYPES[m.group(1)], line)
+    return line
+
+
+def caught(fn) -> tuple[str, str]:
+    """(type name, first line) of what `fn()` raises; fails if it does not raise."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the exception is the result
+        return type(e).__name__, str(e).split("\n", 1)[0]
+    raise AssertionError("expected an exception")
+
+
+def assert_same_error(ours, theirs, *, scalar_names: bool = False) -> None:
+    """`ours()` and `theirs()` raise the same type with the same (normalized) first line."""
+    kind, msg = caught(ours)
+    t_kind, t_msg = caught(theirs)
+    assert (kind, msg) == (t_kind, normalize_torch_message(t_msg, scalar_names=scalar_names))
+
+
+@pytest.fixture(scope="module", name="torch")
+def torch_one_thread():
+    """The torch module, skipping the test where it is not installed; one thread meanwhile."""
+    module = pytest.importorskip("torch")
+    threads = module.get_num_threads()
+    module.set_num_threads(1)
+    yield module
+    module.set_num_threads(threads)
 
 
 def first_line(msg) -> str:
