@@ -49,7 +49,7 @@ def _scalar(value):
 
 class Optimizer:
     """Holds parameter groups (each a dict of "params" and options, defaults filled in) and
-    per-parameter `state`; subclasses define `step`."""
+    per-parameter `state`; subclasses define `_update_group`, the update of one group."""
 
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
@@ -143,6 +143,15 @@ class Optimizer:
                 g.zero_()
 
     def step(self, closure=None):
+        """One update of every parameter that has a `.grad`; returns `closure()`'s loss."""
+        loss = self._closure(closure)
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group) -> None:
+        """The algorithm: update the parameters of one group (subclasses define it)."""
         raise NotImplementedError
 
     def _closure(self, closure):
@@ -239,6 +248,13 @@ def _params_with_grad(group):
     return [p for p in group["params"] if p.grad is not None]
 
 
+def _check_lr(lr) -> None:
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
 # -- SGD ---------------------------------------------------------------------------------------
 
 
@@ -260,10 +276,7 @@ class SGD(Optimizer):
         differentiable=False,
         fused=None,
     ):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -283,14 +296,6 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        """One update of every parameter that has a `.grad`; returns `closure()`'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                self._update_group(group)
-        return loss
 
     def _update_group(self, group) -> None:
         lr = _scalar(group["lr"])
@@ -342,10 +347,7 @@ class Adam(Optimizer):
         fused=None,
         decoupled_weight_decay=False,
     ):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
@@ -374,14 +376,6 @@ class Adam(Optimizer):
             "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        """One update of every parameter that has a `.grad`; returns `closure()`'s loss."""
-        loss = self._closure(closure)
-        with no_grad():
-            for group in self.param_groups:
-                self._update_group(group)
-        return loss
 
     def _state(self, p, amsgrad: bool) -> dict:
         state = self.state[p]
