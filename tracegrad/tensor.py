@@ -21,7 +21,7 @@ import numpy as np
 
 from tracegrad.autograd.function import AccumulateGrad, GradFn
 from tracegrad.autograd.grad_mode import _enabled
-from tracegrad.core import Boxed
+from tracegrad.core import Boxed, _numpy_dispatch  # NumPy functions on tensors follow NumPy
 from tracegrad.ir.graph import Edge, arg_node
 from tracegrad.ir.types import Aval
 
@@ -61,20 +61,6 @@ def _format(value: np.ndarray) -> str:
 def type_string(dtype, shape) -> str:
     """PyTorch's `torch.FloatTensor [3]` in messages, with NumPy's dtype name for the type."""
     return f"{np.dtype(dtype).name} [{', '.join(map(str, shape))}]"
-
-
-def _numpy_dispatch():
-    # NumPy functions on tensors follow NumPy through tracegrad.numpy's tables, which sit
-    # above this module in the import order: looked up once, on first use.
-    global _dispatch
-    if _dispatch is None:
-        from tracegrad.numpy import _dispatch as d
-
-        _dispatch = d
-    return _dispatch
-
-
-_dispatch = None
 
 
 _NO_NEXT = (None, 0)  # `next_functions` entry of an input that takes no gradient

@@ -136,36 +136,38 @@ max = _reduce_choose("max")  # noqa: A001 - PyTorch's name
 min = _reduce_choose("min")  # noqa: A001 - PyTorch's name
 
 
-@_numpy_names
-def amax(input, dim=(), keepdim=False):
-    x = _as_tensor(input)
-    axes = _dims(dim, x.ndim) if dim != () else tuple(range(x.ndim))
-    return reduction.max(x, axes, keepdim)
+def _extreme(reduce, name: str):
+    """amax/amin: PyTorch's `dim=()` (the default) reduces every axis."""
+
+    def f(input, dim=(), keepdim=False):
+        x = _as_tensor(input)
+        axes = _dims(dim, x.ndim) if dim != () else tuple(range(x.ndim))
+        return reduce(x, axes, keepdim)
+
+    f.__name__ = f.__qualname__ = name
+    return _numpy_names(f)
 
 
-@_numpy_names
-def amin(input, dim=(), keepdim=False):
-    x = _as_tensor(input)
-    axes = _dims(dim, x.ndim) if dim != () else tuple(range(x.ndim))
-    return reduction.min(x, axes, keepdim)
+amax = _extreme(reduction.max, "amax")
+amin = _extreme(reduction.min, "amin")
 
 
-@_numpy_names
-def argmax(input, dim=None, keepdim=False):
-    x = _as_tensor(input).detach()
-    axes = None if dim is None else _dims(dim, x.ndim)
-    if not axes:
-        return _as_tensor(np.argmax(x.numpy()))
-    return tnp.argmax(x, axis=axes[0], keepdims=keepdim)
+def _arg(np_fn, tnp_fn, name: str):
+    """argmax/argmin: the flat index without `dim`, as PyTorch (never differentiable)."""
+
+    def f(input, dim=None, keepdim=False):
+        x = _as_tensor(input).detach()
+        axes = None if dim is None else _dims(dim, x.ndim)
+        if not axes:
+            return _as_tensor(np_fn(x.numpy()))
+        return tnp_fn(x, axis=axes[0], keepdims=keepdim)
+
+    f.__name__ = f.__qualname__ = name
+    return _numpy_names(f)
 
 
-@_numpy_names
-def argmin(input, dim=None, keepdim=False):
-    x = _as_tensor(input).detach()
-    axes = None if dim is None else _dims(dim, x.ndim)
-    if not axes:
-        return _as_tensor(np.argmin(x.numpy()))
-    return tnp.argmin(x, axis=axes[0], keepdims=keepdim)
+argmax = _arg(np.argmax, tnp.argmax, "argmax")
+argmin = _arg(np.argmin, tnp.argmin, "argmin")
 
 
 @_numpy_names
