@@ -149,7 +149,8 @@ def test_round_trip_of_random_programs(data):
 
 @given(data=st.data())
 def test_round_trip_of_tracegrad_testing_programs(data):
-    testing = pytest.importorskip("tracegrad.testing")
+    from tracegrad import testing
+
     program = data.draw(testing.programs(allow_size_zero=True), label="program")
     args = program.draw_inputs(data)
     with np.errstate(all="ignore"):

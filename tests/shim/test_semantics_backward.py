@@ -703,8 +703,6 @@ def test_a_preset_grad_is_accumulated_into():
 
 
 def test_optimizer_zero_grad_sets_grads_to_none_by_default():
-    pytest.importorskip("tracegrad.optim")
-
     def scenario(lib):
         p = f64(lib, [1.0, 2.0])
         opt = lib.optim.SGD([p], lr=0.1)
