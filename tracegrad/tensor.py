@@ -142,11 +142,6 @@ class Tensor(Boxed):
         t._init(_Cell(_readonly(value)), grad_fn, index)
         return t
 
-    @classmethod
-    def _attached(cls, value, grad_fn: GradFn, index: int) -> Tensor:
-        """A new handle on output `index` of `grad_fn` (saved outputs under create_graph)."""
-        return cls._wrap(value, grad_fn, index)
-
     # -- what NumPy code and PyTorch code read -----------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:

@@ -52,8 +52,7 @@ class FunctionCtx:
             raise RuntimeError(FREED)
         fn = self._fn() if self._fn is not None else None
         return tuple(
-            Tensor._attached(s[1], fn, s[2]) if isinstance(s, tuple) and fn else s
-            for s in self._saved
+            Tensor._wrap(s[1], fn, s[2]) if isinstance(s, tuple) and fn else s for s in self._saved
         )
 
     def mark_non_differentiable(self, *tensors) -> None:

@@ -23,7 +23,7 @@ from tracegrad.autograd.grad_mode import (
 )
 from tracegrad.core import bind
 from tracegrad.ir.graph import Edge, Graph, Node
-from tracegrad.tensor import Tensor
+from tracegrad.tensor import Tensor, _readonly
 from tracegrad.transforms.vjp import PassHooks, backward_pass, force
 
 _CYCLE_WARNING = (
@@ -100,9 +100,9 @@ def grad(
     for i, (t, g) in enumerate(zip(inputs, results)):
         if g is None:
             if reached[i]:
-                g = _zeros_like(t, create_graph)
+                g = _zeros_like(t)
             elif materialize_grads:
-                g = _zeros_like(t, False)
+                g = _zeros_like(t)
             elif not allow_unused:
                 raise RuntimeError(
                     f"The differentiated Tensor at index {i} appears to not have been used in "
@@ -163,7 +163,7 @@ def _seeds(roots, grads, api: str, create: bool) -> list:
     return seeds
 
 
-def _zeros_like(t: Tensor, create: bool) -> Tensor:
+def _zeros_like(t: Tensor) -> Tensor:
     return Tensor._wrap(np.zeros(t.shape, t.dtype))
 
 
@@ -288,17 +288,17 @@ def _deliver(targets, leaf_bars, results, create: bool, accumulate: bool) -> Non
                 hook(acc.variable)
         else:
             for pos in positions:
-                results[pos] = _as_tensor(g, create)
+                results[pos] = _as_tensor(g)
 
 
-def _as_tensor(g, create: bool) -> Tensor:
+def _as_tensor(g) -> Tensor:
     return g if isinstance(g, Tensor) else Tensor._wrap(g)
 
 
 def _apply_hooks(hooks, g, create: bool):
     """Tensor hooks in registration order; each may replace the gradient (checked)."""
     for hook in list(hooks):
-        t = _as_tensor(g, create)
+        t = _as_tensor(g)
         new = hook(t)
         if new is None:
             continue
@@ -328,13 +328,13 @@ def _leaf(acc: AccumulateGrad, bar, create: bool):
     if var._hooks:
         bar = _apply_hooks(var._hooks, bar, create)
     if acc._pre_hooks:
-        grads = (_as_tensor(bar, create),)
+        grads = (_as_tensor(bar),)
         for hook in list(acc._pre_hooks):
             new = hook(grads)
             if new is not None:
                 grads = tuple(new)
         bar = grads[0] if create else grads[0]._cell.value
-    return _as_tensor(bar, create) if create else bar
+    return _as_tensor(bar) if create else bar
 
 
 def _accumulate(var: Tensor, g, create: bool) -> None:
@@ -344,7 +344,7 @@ def _accumulate(var: Tensor, g, create: bool) -> None:
         if old is None:
             var._grad = Tensor._wrap(value if value.flags.c_contiguous else value.copy())
         else:  # in place, as PyTorch: the same .grad object (a graph it has is kept)
-            old._cell.value = _ro(old._cell.value + value)
+            old._cell.value = _readonly(old._cell.value + value)
             old._cell.version += 1
         return
     if old is None:
@@ -358,12 +358,6 @@ def _accumulate(var: Tensor, g, create: bool) -> None:
         var._grad = g
     else:
         var._grad = old + g
-
-
-def _ro(a):
-    a = np.asarray(a)
-    a.flags.writeable = False
-    return a
 
 
 class _Hooks(PassHooks):
@@ -420,15 +414,12 @@ class _Hooks(PassHooks):
                 if positions and self.accumulate:
                     _accumulate_retained(self.inputs[positions[0]], b, self.create)
                 for pos in () if self.accumulate else positions:
-                    self.captured[pos] = _as_tensor(b, self.create)
+                    self.captured[pos] = _as_tensor(b)
             bar = tuple(bars) if multi else bars[0]
         if node not in self.runs:
             return None
         if fn._pre_hooks:
-            grads = tuple(
-                None if b is None else _as_tensor(b, self.create)
-                for b in (bar if multi else (bar,))
-            )
+            grads = tuple(None if b is None else _as_tensor(b) for b in (bar if multi else (bar,)))
             for hook in list(fn._pre_hooks):
                 new = hook(grads)
                 if new is not None:
@@ -441,9 +432,9 @@ class _Hooks(PassHooks):
         fn = self.fn_of[node]
         if fn._post_hooks:
             in_bars = [force(b) for b in in_bars]
-            grad_inputs = tuple(None if b is None else _as_tensor(b, self.create) for b in in_bars)
+            grad_inputs = tuple(None if b is None else _as_tensor(b) for b in in_bars)
             outs = bar if node.prim.multiple_results else (bar,)
-            grad_outputs = tuple(None if b is None else _as_tensor(b, self.create) for b in outs)
+            grad_outputs = tuple(None if b is None else _as_tensor(b) for b in outs)
             for hook in list(fn._post_hooks):
                 new = hook(grad_inputs, grad_outputs)
                 if new is not None:
@@ -475,7 +466,7 @@ def _check_nan(fn, in_bars) -> None:
 
 
 def _accumulate_retained(t: Tensor, g, create: bool) -> None:
-    g = _as_tensor(g, create)
+    g = _as_tensor(g)
     if t._grad is None:
         t._grad = g if create else Tensor._wrap(np.array(g._cell.value))
     else:

@@ -346,15 +346,15 @@ class GradFn(_Hooks):
         ins = []
         for (nxt, index), value in zip(self._next, self._values):
             if isinstance(nxt, GradFn):
-                ins.append(Tensor._attached(value, nxt, index))
+                ins.append(Tensor._wrap(value, nxt, index))
             elif nxt is not None:
                 ins.append(nxt.variable)
             else:
                 ins.append(value)
         if node.prim.multiple_results:
-            out = tuple(Tensor._attached(v, self, i) for i, v in enumerate(self._out))
+            out = tuple(Tensor._wrap(v, self, i) for i, v in enumerate(self._out))
         else:
-            out = Tensor._attached(self._out, self, 0)
+            out = Tensor._wrap(self._out, self, 0)
         return ins, out
 
     def __getattr__(self, name: str):
@@ -362,8 +362,6 @@ class GradFn(_Hooks):
         index = {"_saved_self": 0, "_saved_other": 1, "_saved_result": -1}.get(name)
         if index is None:
             raise AttributeError(f"'{self.name()}' object has no attribute '{name}'")
-        if self._state == GradFn.FREED:
-            raise RuntimeError(FREED)
         ins, out = self.saved(as_tensors=True)
         return out if index == -1 else ins[index]
 
