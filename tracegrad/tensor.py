@@ -90,6 +90,9 @@ _NON_LEAF_FLAG = (
 )
 _FACTORY_FLAG = "Only Tensors of floating point and complex dtype can require gradients"
 
+VIEW_OF_LEAF_IN_PLACE = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+)
 _WARN_NONLEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
@@ -450,10 +453,7 @@ class Tensor(Boxed):
         base = self._base
         if base is not None:
             if grad_on and base._requires_grad and base._grad_fn is None:
-                raise RuntimeError(
-                    "a view of a leaf Variable that requires grad is being used in an in-place "
-                    "operation."
-                )
+                raise RuntimeError(VIEW_OF_LEAF_IN_PLACE)
             raise NotImplementedError(
                 "in-place on a view is not supported by the tracegrad shim; use out-of-place ops "
                 "(for example `y = x.clone(); y[...] = v`, or `torch.where`) instead"

@@ -328,13 +328,18 @@ def _leaf(acc: AccumulateGrad, bar, create: bool):
     if var._hooks:
         bar = _apply_hooks(var._hooks, bar, create)
     if acc._pre_hooks:
-        grads = (_as_tensor(bar),)
-        for hook in list(acc._pre_hooks):
-            new = hook(grads)
-            if new is not None:
-                grads = tuple(new)
-        bar = grads[0] if create else grads[0]._cell.value
+        (bar,) = _run_prehooks(acc._pre_hooks, (bar,), create)
     return _as_tensor(bar) if create else bar
+
+
+def _run_prehooks(hooks, bars, create: bool) -> list:
+    """Node pre-hooks: `hook(grad_outputs) -> replacement or None`, in registration order."""
+    grads = tuple(None if b is None else _as_tensor(b) for b in bars)
+    for hook in list(hooks):
+        new = hook(grads)
+        if new is not None:
+            grads = tuple(new)
+    return [g if create or g is None else g._cell.value for g in grads]
 
 
 def _accumulate(var: Tensor, g, create: bool) -> None:
@@ -419,12 +424,7 @@ class _Hooks(PassHooks):
         if node not in self.runs:
             return None
         if fn._pre_hooks:
-            grads = tuple(None if b is None else _as_tensor(b) for b in (bar if multi else (bar,)))
-            for hook in list(fn._pre_hooks):
-                new = hook(grads)
-                if new is not None:
-                    grads = tuple(new)
-            vals = [g if self.create or g is None else g._cell.value for g in grads]
+            vals = _run_prehooks(fn._pre_hooks, bar if multi else (bar,), self.create)
             bar = tuple(vals) if multi else vals[0]
         return bar
 

@@ -12,7 +12,7 @@ import builtins
 import numpy as np
 
 from tracegrad import numpy as tnp
-from tracegrad.tensor import Tensor
+from tracegrad.tensor import VIEW_OF_LEAF_IN_PLACE, Tensor
 from tracegrad.torch_ops.arithmetic import add, where
 from tracegrad.torch_ops.conventions import _as_tensor, _named
 from tracegrad.torch_ops.creation import zeros
@@ -44,9 +44,7 @@ def _setitem(self, index, value):
 
     basic = _is_basic(index)
     if basic and _enabled.get() and self._requires_grad and self._grad_fn is None:
-        raise RuntimeError(
-            "a view of a leaf Variable that requires grad is being used in an in-place operation."
-        )
+        raise RuntimeError(VIEW_OF_LEAF_IN_PLACE)
     self._check_inplace()
     target = np.empty(self.shape, bool)[tnp_index(index)].shape
     vshape = value.shape if isinstance(value, Tensor) else np.shape(value)
