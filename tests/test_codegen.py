@@ -30,10 +30,14 @@ from tracegrad.codegen import compile_graph, source
 from tracegrad.core import bind
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.analysis import peak_bytes
-from tracegrad.ir.graph import Graph, Node, Params, arg_node
+from tracegrad.ir.graph import Edge, Graph, Node, Params, arg_node
 from tracegrad.ir.printing import value_names
 from tracegrad.ir.types import Aval
-from tracegrad.primitives import ALL, elementwise, indexing, linalg, reduction
+from tracegrad.primitives import ALL, elementwise, products
+from tracegrad.primitives import broadcasting as bc
+from tracegrad.primitives import einsum as es
+from tracegrad.primitives import indexing as ix
+from tracegrad.primitives import shape as sp
 from tracegrad.testing import assert_bitwise_equal, programs, run_numpy
 
 FLOATS = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
@@ -394,25 +398,25 @@ def _with_params(graph: Graph, prim, **params) -> Graph:
     swap = {old: new}
     nodes, edges = [], {}
     for n in graph.nodes:
-        inputs = tuple(attrs.evolve(e, node=edges.get(e.node, e.node)) for e in n.inputs)
+        inputs = tuple(Edge(edges.get(e.node, e.node), e.index) for e in n.inputs)
         m = swap.get(n, n)
         if inputs != n.inputs or m is not n:
             m = attrs.evolve(m, inputs=inputs)
         edges[n] = m
         nodes.append(m)
-    outs = tuple(attrs.evolve(e, node=edges.get(e.node, e.node)) for e in graph.outputs)
+    outs = tuple(Edge(edges.get(e.node, e.node), e.index) for e in graph.outputs)
     return Graph(graph.inputs, outs, tuple(nodes), name=graph.name)
 
 
 BAD_PARAMS = [
-    (linalg.einsum_p, {"subscripts": "ij->ji'); import os; ('"}, "subscripts"),
-    (linalg.einsum_p, {"subscripts": "i_j->ji"}, "subscripts"),
-    (indexing.gather_p, {"index": ("__import__('os')",)}, "index"),
-    (indexing.gather_p, {"index": (True,)}, "index"),
-    (indexing.gather_p, {"index": (("slice", 0, "1", 1),)}, "index"),
-    (reduction.sum_p, {"axis": "0"}, "axis"),
-    (reduction.sum_p, {"axis": (0,), "keepdims": [False]}, "keepdims"),
-    (reduction.sum_p, {"axis": (print,)}, "axis"),
+    (es.einsum_p, {"subscripts": "ij->ji'); import os; ('"}, "subscripts"),
+    (es.einsum_p, {"subscripts": "i_j->ji"}, "subscripts"),
+    (ix.gather_p, {"index": ("__import__('os')",)}, "index"),
+    (ix.gather_p, {"index": (True,)}, "index"),
+    (ix.gather_p, {"index": (("slice", 0, "1", 1),)}, "index"),
+    (bc.sum_p, {"axis": "0"}, "axis"),
+    (bc.sum_p, {"axis": (0,), "keepdims": [False]}, "keepdims"),
+    (bc.sum_p, {"axis": (print,)}, "axis"),
     (elementwise.astype_p, {"dtype": np.dtype("datetime64[s]")}, "dtype"),
     (elementwise.astype_p, {"dtype": np.dtype(">f8")}, "dtype"),
     (elementwise.astype_p, {"dtype": "float32"}, "dtype"),
@@ -423,9 +427,9 @@ BAD_PARAMS = [
 def test_unsupported_param_values_raise_value_error_naming_the_node(prim, params, key):
     x = np.arange(6.0).reshape(2, 3)
     base = {
-        linalg.einsum_p: lambda x: np.einsum("ij->ji", x),
-        indexing.gather_p: lambda x: x[np.array([1, 0])],
-        reduction.sum_p: lambda x: np.sum(x, axis=0),
+        es.einsum_p: lambda x: np.einsum("ij->ji", x),
+        ix.gather_p: lambda x: x[np.array([1, 0])],
+        bc.sum_p: lambda x: np.sum(x, axis=0),
         elementwise.astype_p: lambda x: x.astype(np.float32),
     }[prim]
     graph = _with_params(tg.make_graph(base)(x), prim, **params)
@@ -450,20 +454,28 @@ def test_nan_with_a_payload_in_a_param_is_rejected_but_standard_nan_is_written()
     got, expected = _run_both(graph, [x])
     assert_bitwise_equal(got, expected)
     payload = struct.unpack("<d", bytes.fromhex("0100000000f8ff7f"))[0]
-    from tracegrad.primitives import shape as sp
 
     bad = _with_params(graph, sp.pad_p, constant_values=payload)
     with pytest.raises(ValueError, match="payload"):
         source(bad)
 
 
-def test_a_primitive_without_an_emit_rule_is_refused():
+def test_a_primitive_without_an_emit_rule_runs_its_impl_and_cannot_be_exported(tmp_path):
     from tracegrad.ir.primitive import Primitive
 
-    prim = Primitive("mystery", impl=np.sin, shape=lambda x: x)
-    graph = tg.make_graph(lambda x: bind(prim, x))(np.ones(2))
-    with pytest.raises(ValueError, match=r"node 'b' \(mystery\) has no emit rule"):
-        source(graph)
+    def scaled_sin(x, *, scale, dtype):
+        return (np.sin(x) * scale).astype(dtype)
+
+    prim = Primitive("mystery", impl=scaled_sin, shape=lambda x, *, scale, dtype: x)
+    x = np.linspace(0.0, 1.0, 5)
+    graph = tg.make_graph(lambda x: bind(prim, x, scale=(2.0,), dtype=np.dtype("float64")))(x)
+    text = source(graph)
+    assert "b = _impl0(a, scale=(2.0, ), dtype=np.dtype('float64'))" in text
+    got, expected = _run_both(graph, [x])
+    assert_bitwise_equal(got, expected)
+    assert_bitwise_equal(got, [scaled_sin(x, scale=(2.0,), dtype=np.float64)])
+    with pytest.raises(ValueError, match=r"export: the graph calls _impl0 = .*scaled_sin"):
+        compile_graph(graph).export(tmp_path / "m.py")
 
 
 def test_an_emit_rule_must_return_one_line_of_valid_python():
@@ -676,7 +688,6 @@ def test_no_in_place_update_of_a_single_element():
 def test_unknown_layouts_are_not_mixed():
     # x's layout is the caller's: x * 2.0 may be C or F order, so it may not take the
     # C-order array that exp(y @ y) leaves dead right before it; y @ y * 2.0 may
-    from tracegrad.primitives import linalg as la
 
     f64 = np.dtype(np.float64)
     x, y = arg_node(Aval((3, 3), f64)), arg_node(Aval((3, 3), f64))
@@ -685,7 +696,7 @@ def test_unknown_layouts_are_not_mixed():
     def node(prim, *inputs):
         return Node(prim, tuple(i.outputs[0] for i in inputs), Params(), (Aval((3, 3), f64),))
 
-    m = node(la.matmul_p, y, y)
+    m = node(products.matmul_p, y, y)
     c = node(elementwise.exp_p, m)  # read by nobody: dead at once
     for other, reused in [(x, False), (m, True)]:
         e = node(elementwise.multiply_p, other, two)

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tracegrad import tree
-from tracegrad.core import Tracer
+from tracegrad.core import Boxed, Tracer
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.graph import Node, const_p
 from tracegrad.ir.types import Aval, aval_of, is_float
+from tracegrad.primitives.elementwise import stop_gradient as sg
 from tracegrad.tracing import Traced, trace_flat
 from tracegrad.transforms.simplify import simplify
 from tracegrad.transforms.vjp import backward_pass, value_reader, vjp_graph
@@ -282,10 +283,15 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
 
 
 def stop_gradient(x):
-    """`x` as a constant for differentiation (pytrees too), as `jax.lax.stop_gradient`."""
-    from tracegrad.primitives.elementwise import stop_gradient as sg
+    """`x` as a constant for differentiation (pytrees too), as `jax.lax.stop_gradient`; on a
+    PyTorch-style tensor, `t.detach()`."""
 
-    return tree.map(lambda v: sg(v) if isinstance(v, Tracer) else v, x)
+    def constant(v):
+        if isinstance(v, Tracer):
+            return sg(v)
+        return v._stop_gradient() if isinstance(v, Boxed) else v
+
+    return tree.map(constant, x)
 
 
 __all__ = ["grad", "stop_gradient", "value_and_grad", "vjp", "Aval"]

@@ -18,7 +18,8 @@ from tracegrad import tree
 from tracegrad.api import _fname
 from tracegrad.core import Tracer
 from tracegrad.ir.types import Aval, aval_of
-from tracegrad.primitives.batching import materialize, move_axis
+from tracegrad.primitives.batching import materialize
+from tracegrad.primitives.views import move_axis
 from tracegrad.tracing import trace_flat
 from tracegrad.transforms.vmap import batch_pass
 

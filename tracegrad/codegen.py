@@ -26,6 +26,7 @@ import numpy as np
 
 from tracegrad.ir.analysis import free_schedule, last_use, peak_bytes
 from tracegrad.ir.graph import Edge, Graph, Node, arg_p, const_p
+from tracegrad.ir.layout import Layout
 from tracegrad.ir.printing import identifier, node_names
 
 __all__ = ["Compiled", "compile_graph", "source"]
@@ -79,6 +80,15 @@ class _FloatParam(float):
 
     def __repr__(self) -> str:
         return _float_text(float(self))
+
+
+def _param_text(v) -> str:
+    """A validated param (see `_Params`) as Python text: dtypes as `np.dtype('name')`."""
+    if isinstance(v, np.dtype):
+        return f"np.dtype({v.name!r})"
+    if type(v) is tuple:
+        return "(" + "".join(_param_text(x) + ", " for x in v) + ")"
+    return repr(v)
 
 
 class _ComplexParam(complex):
@@ -189,51 +199,32 @@ class _Params:
 # live bytes never rises above the interpreter's.
 
 
-@attrs.frozen
-class _Families:
-    takers: frozenset  # ufuncs written `np.<name>(args)`: may take `out=`
-    iterated: frozenset  # fresh results, allocated by NumPy's iterator in the inputs' order
-    reshaping: frozenset  # fresh results, C order when the inputs are C order
-    fresh_c: frozenset  # fresh results, always C order
-    c_views: frozenset  # C-contiguous when the input is
-
-
-_FAMILIES: list[_Families] = []
-
-
-def _families() -> _Families:
-    if not _FAMILIES:
-        from tracegrad.primitives import elementwise as ew
-        from tracegrad.primitives import indexing, linalg
-        from tracegrad.primitives import reduction as rd
-        from tracegrad.primitives import shape as sh
-
-        takers = frozenset(
-            p
-            for p in ew.UNARY + ew.BINARY
-            if isinstance(p.impl, np.ufunc)
-            and p.emit is not None
-            and p.emit(*(f"x{k}" for k in range(p.impl.nin)))
-            == f"np.{p.impl.__name__}({', '.join(f'x{k}' for k in range(p.impl.nin))})"
+def takes_out(prim) -> bool:
+    """Whether `prim` is a plain ufunc call that may write into a dead buffer (`out=`): an
+    elementwise layout, a ufunc `impl`, and an `emit` that writes exactly `np.<ufunc>(...)`."""
+    hit = _TAKES_OUT.get(prim)
+    if hit is None:
+        hit = (
+            prim.layout is Layout.ELEMENTWISE
+            and isinstance(prim.impl, np.ufunc)
+            and prim.emit is not None
+            and not prim.multiple_results
+            and _plain_call(prim)
         )
-        _FAMILIES.append(
-            _Families(
-                takers=takers,
-                iterated=takers | {ew.where_p, ew.clip_p},
-                # astype copies in its input's stride order (np.empty_like), which for a
-                # broadcast input differs from the iterator's: C order only from C order
-                reshaping=frozenset(
-                    [rd.sum_p, rd.prod_p, rd.max_p, rd.min_p, rd.argmax_p, rd.argmin_p]
-                    + [rd.all_p, rd.any_p, sh.concatenate_p, sh.pad_p, sh.tile_p, ew.astype_p]
-                ),
-                fresh_c=frozenset(
-                    [linalg.matmul_p, linalg.dot_p, linalg.tensordot_p, indexing.scatter_add_p]
-                    + [sh.pad_strided_p, sh.repeat_p]
-                ),
-                c_views=frozenset([sh.reshape_p, sh.expand_dims_p, sh.squeeze_p]),
-            )
-        )
-    return _FAMILIES[0]
+        _TAKES_OUT[prim] = hit
+    return hit
+
+
+_TAKES_OUT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _plain_call(prim) -> bool:
+    names = [f"x{k}" for k in range(prim.impl.nin)]
+    try:
+        text = prim.emit(*names)
+    except TypeError:  # an emit that takes params is not a plain call
+        return False
+    return text == f"np.{prim.impl.__name__}({', '.join(names)})"
 
 
 def _neutral(shape) -> bool:
@@ -252,7 +243,6 @@ def _c_strides(a: np.ndarray) -> tuple[int, ...]:
 
 def _plan_buffers(graph: Graph) -> dict[Node, Node]:
     """`{node: dead node whose array it writes into}`, for ufunc nodes (see above)."""
-    fam = _families()
     nodes = graph.nodes
     n = len(nodes)
     last = last_use(graph)
@@ -282,7 +272,6 @@ def _plan_buffers(graph: Graph) -> dict[Node, Node]:
         if found:
             bases[node] = found
 
-    iterated, reshaping, fresh_c, c_views = fam.iterated, fam.reshaping, fam.fresh_c, fam.c_views
     for node in nodes:
         prim = node.prim
         if prim is const_p:
@@ -294,19 +283,25 @@ def _plan_buffers(graph: Graph) -> dict[Node, Node]:
             aliases(node)
             continue
         aval = node.out_avals[0]
-        if prim in iterated:
+        layout = prim.layout
+        if layout is Layout.ELEMENTWISE:
             vs = voters(node.inputs)
             first = vs[0][0] if vs else "C"
             if all(t == first for t, _ in vs):  # one order, or none: C
                 if first == "C" or all(shape == aval.shape for _, shape in vs):
                     token[node] = first
-        elif prim in reshaping:
+        elif layout is Layout.KEEPS_C:
             if all(token.get(e.node) == "C" for e in node.inputs if e.aval.shape):
                 token[node] = "C"
-        elif prim in fresh_c:
+        elif layout is Layout.C:
             token[node] = "C"
-        else:  # may return a view of (or the same array as) an input
-            if prim in c_views and token.get(node.inputs[0].node) == "C":
+        elif layout is not Layout.DENSE:  # may return a view of (or the same array as) an input
+            base = node.inputs[prim.view_of].node if prim.view_of is not None else None
+            if layout is Layout.SAME and base in token:
+                token[node] = token[base]  # the input itself
+            elif layout is Layout.CONTIGUOUS or (
+                layout is Layout.RESHAPED and token.get(base) == "C"
+            ):
                 token[node] = "C"  # a reshape of a C-contiguous array is one too
             aliases(node)
             continue
@@ -337,7 +332,7 @@ def _plan_buffers(graph: Graph) -> dict[Node, Node]:
     pool: dict[tuple, list[Node]] = {}
     for i, node in enumerate(nodes):
         key = keys.get(node)
-        if key is not None and node.prim in fam.takers:
+        if key is not None and takes_out(node.prim):
             buf = None
             # in place: an input that dies here, read only directly (never one element, as
             # no key has size-1 axes: NumPy would take its reduction loop, `out is x` with
@@ -403,7 +398,6 @@ def _plan_donations(graph: Graph, donated: frozenset[int]) -> dict[Node, Node]:
     """
     if not donated:
         return {}
-    fam = _families()
     last = last_use(graph)
     n = len(graph.nodes)
     pos = {node: i for i, node in enumerate(graph.nodes)}
@@ -434,7 +428,7 @@ def _plan_donations(graph: Graph, donated: frozenset[int]) -> dict[Node, Node]:
             continue
         node = graph.nodes[j]
         if (
-            node.prim in fam.takers
+            takes_out(node.prim)
             and node not in plan
             and node in returned_only
             and out_counts.get(node) == 1
@@ -466,6 +460,7 @@ class _Generator:
         self.literals: dict[Node, str] = {}
         self.const_args: dict[Node, str] = {}  # in order of first read
         self.n_unnamed = 0
+        self.impls: dict = {}  # primitive without an emit rule -> the name its impl is passed as
 
     def const_ref(self, node: Node) -> str:
         text = self.literals.get(node) or self.const_args.get(node)
@@ -500,24 +495,32 @@ class _Generator:
             )
         return ns[e.index]
 
+    def impl_call(self, prim, args, params) -> str:
+        """A call of `prim.impl`, passed in like an array constant, for a primitive without
+        an emit rule (a user's, from tracegrad.extend): the same function the interpreter
+        runs, with the params written as validated literals."""
+        name = self.impls.get(prim)
+        if name is None:
+            name = self.impls[prim] = f"_impl{len(self.impls)}"
+        kwargs = "".join(f", {k}={_param_text(v)}" for k, v in params.items())
+        return f"{name}({', '.join(args)}{kwargs})"
+
     def node_line(self, node: Node) -> str:
         prim = node.prim
         targets = self.names[node]
-        if prim.emit is None:
-            raise ValueError(
-                f"codegen: node {targets[0]!r} ({prim.name}) has no emit rule, so the code "
-                "generator cannot write it; run the graph with the interpreter instead"
-            )
         checker = _Params(node, targets[0])
         params = {k: checker.check(k, v) for k, v in node.params.items()}
         args = [self.ref(e) for e in node.inputs]
         buf = self.plan.get(node)
-        if buf is not None:  # a plain ufunc (see _Families.takers)
+        if buf is not None:  # a plain ufunc (see takes_out)
             call = f"np.{prim.impl.__name__}({', '.join(args)}, out={self.names[buf][0]})"
             return f"    {targets[0]} = {call}"
         expr = _scalar_operator(node, args)
         if expr is None:
-            expr = prim.emit(*args, **params)
+            if prim.emit is None:
+                expr = self.impl_call(prim, args, params)
+            else:
+                expr = prim.emit(*args, **params)
         if not isinstance(expr, str) or "\n" in expr or "\r" in expr:
             raise ValueError(
                 f"codegen: the emit rule of {prim.name} must return a one-line expression, "
@@ -563,8 +566,9 @@ class _Generator:
             name=_function_name(graph),
             comment=f"# graph {ascii(raw)}",
             input_names=tuple(input_names),
-            const_names=tuple(self.const_args.values()),
-            const_values=tuple(n.params["value"] for n in self.const_args),
+            const_names=tuple(self.const_args.values()) + tuple(self.impls.values()),
+            const_values=tuple(n.params["value"] for n in self.const_args)
+            + tuple(p.impl for p in self.impls),
             body=tuple(body),
             reused=len(self.plan),
         )
@@ -617,6 +621,13 @@ class Compiled:
             raise ValueError(f"export: the module path must end in .py, got {str(path)!r}")
         code = self._code
         lines = ["# Generated by tracegrad.codegen; needs only NumPy.", "import numpy as np", ""]
+        for name, value in zip(code.const_names, code.const_values):
+            if callable(value):
+                raise ValueError(
+                    f"export: the graph calls {name} = {getattr(value, '__qualname__', value)!r}, "
+                    "the impl of a primitive without an emit rule, which a module that needs "
+                    "only NumPy cannot hold; give the primitive an emit rule"
+                )
         if code.const_names:
             for name, value in zip(code.const_names, code.const_values):
                 if np.asarray(value).dtype.hasobject:
@@ -643,22 +654,23 @@ class Compiled:
         return f"<Compiled {self.name}: {len(self.graph.nodes)} nodes, {self.filename}>"
 
 
-# IEEE arithmetic on 0-d values written as Python operators: NumPy's scalar fast path gives the
-# same bits as the ufunc at a tenth of the cost (a ufunc call on a NumPy scalar builds a 0-d
-# array). Only where an operand is a NumPy value: two Python scalars would do Python's own
-# (unbounded-int) arithmetic, so weak-only operations keep the ufunc.
-_SCALAR_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+# IEEE arithmetic on 0-d values written as Python operators (a primitive's `operator`):
+# NumPy's scalar fast path gives the same bits as the ufunc at a tenth of the cost (a ufunc
+# call on a NumPy scalar builds a 0-d array). Only where an operand is a NumPy value: two
+# Python scalars would do Python's own (unbounded-int) arithmetic, so weak-only operations
+# keep the ufunc.
 
 
 def _scalar_operator(node: Node, args: list[str]) -> str | None:
+    op = node.prim.operator
+    if op is None:
+        return None
     aval = node.out_avals[0]
     if aval.shape or aval.dtype.kind not in "fc":
         return None
-    name = node.prim.name
-    if name == "negative":
-        return f"(-{args[0]})" if not node.inputs[0].aval.weak_type else None
-    op = _SCALAR_OPERATORS.get(name)
-    if op is None or all(e.aval.weak_type for e in node.inputs):
+    if len(args) == 1:
+        return f"({op}{args[0]})" if not node.inputs[0].aval.weak_type else None
+    if all(e.aval.weak_type for e in node.inputs):
         return None
     if any(e.aval.shape for e in node.inputs):
         return None

@@ -69,6 +69,10 @@ class Boxed(NDArrayOperatorsMixin):
         """The value to use when this object meets tracers in a trace (a Tensor: its array)."""
         raise NotImplementedError
 
+    def _stop_gradient(self):
+        """This value as a constant for differentiation (`tg.stop_gradient` of a Tensor)."""
+        raise NotImplementedError
+
 
 class Trace:
     """Records the nodes that `bind` creates while a function runs on tracers.
@@ -104,7 +108,7 @@ class Trace:
     def new_arg(self, aval: Aval, val=None) -> Tracer:
         node = arg_node(aval)
         if val is not None and self.keep_values:
-            self.values[node] = val
+            self.values[node] = (val,)
         return Tracer(self, Edge(node, 0), aval, val)
 
     def constant(self, value) -> Tracer:
@@ -196,22 +200,18 @@ class Trace:
             if node is not None:
                 return self._wrap(node, self.values.get(node) if concrete else None)
         avals = [e.node.out_avals[e.index] for e in in_edges]
-        out = _shape_rule(prim, avals, params)
-        out_avals = tuple(out) if prim.multiple_results else (out,)
+        out_avals = prim.results(_shape_rule(prim, avals, params))
         node = Node(prim, in_edges, params, out_avals)
         self.nodes.append(node)
         if key is not None:
             self._cse_table[key] = node
-        val = None
+        vals_out = None
         if concrete:
-            val = prim.impl(*vals, **params)
-            if prim.multiple_results:
-                val = tuple(_weak_value(v, a) for v, a in zip(val, out_avals))
-            else:
-                val = _weak_value(val, out)
+            outs = prim.results(prim.impl(*vals, **params))
+            vals_out = tuple(_weak_value(v, a) for v, a in zip(outs, out_avals))
             if self.keep_values:
-                self.values[node] = val
-        return self._wrap(node, val)
+                self.values[node] = vals_out
+        return self._wrap(node, vals_out)
 
     def _check_constant_tensor(self, t, prim) -> None:
         """A tensor read while tracing concretely (under `tg.grad`) is read at call time; one
@@ -229,17 +229,15 @@ class Trace:
                 )
             trace = trace.parent
 
-    def _wrap(self, node: Node, val):
-        if node.prim.multiple_results:
-            if val is None:
-                return tuple(
-                    Tracer(self, Edge(node, i), a, None) for i, a in enumerate(node.out_avals)
-                )
-            return tuple(
-                Tracer(self, Edge(node, i), a, v)
-                for i, (a, v) in enumerate(zip(node.out_avals, val))
-            )
-        return Tracer(self, Edge(node, 0), node.out_avals[0], val)
+    def _wrap(self, node: Node, vals):
+        """The tracers of `node`'s outputs (`vals`: their values, or None), as `bind` returns
+        them: one tracer, or a tuple for a primitive with several outputs."""
+        avals = node.out_avals
+        if vals is None:
+            vals = (None,) * len(avals)
+        return node.prim.result(
+            [Tracer(self, Edge(node, i), a, v) for i, (a, v) in enumerate(zip(avals, vals))]
+        )
 
     def output_edge(self, x) -> Edge:
         """The edge for an output of the traced function (tracer, outer tracer or constant)."""

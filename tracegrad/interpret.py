@@ -12,55 +12,53 @@ from tracegrad.ir.analysis import free_schedule
 from tracegrad.ir.graph import Graph, Node, const_p
 
 
-def eval_graph(graph: Graph, args, known: dict[Node, object] | None = None, keep_all: bool = False):
+def eval_graph(graph: Graph, args, known: dict[Node, tuple] | None = None, keep_all: bool = False):
     """Values of `graph.outputs` given one value per input edge.
 
-    `known` maps nodes to values already computed (the values a concrete trace kept), so a
-    transform that extends a traced graph does not recompute what the trace already did.
-    With `keep_all`, nothing is freed and the whole value table (per node) is returned.
+    The value table holds one tuple of output values per node (one code path for primitives
+    with one output and with several). `known` maps nodes to values already computed (the
+    values a concrete trace kept), so a transform that extends a traced graph does not
+    recompute what the trace already did. With `keep_all`, nothing is freed and the whole
+    value table is returned.
     """
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph {graph.name!r} takes {len(graph.inputs)} inputs, got {len(args)}")
-    env: dict[Node, object] = {}
+    env: dict[Node, tuple] = {}
     for e, a in zip(graph.inputs, args):
-        env[e.node] = a
+        env[e.node] = (a,)
     frees = free_schedule(graph) if not keep_all else [()] * len(graph.nodes)
     for node, free in zip(graph.nodes, frees):
+        prim = node.prim
         if known is not None and node in known:
             env[node] = known[node]
-        elif node.prim is const_p:
-            env[node] = node.params["value"]
+        elif prim is const_p:
+            env[node] = (node.params["value"],)
         else:
-            vals = []
-            for e in node.inputs:
-                v = env[e.node] if e.node in env else _unlisted_const(e.node)
-                vals.append(v[e.index] if e.node.prim.multiple_results else v)
-            out = bind(node.prim, *vals, **node.params)
+            vals = [env[e.node][e.index] if e.node in env else _unlisted(e) for e in node.inputs]
+            out = bind(prim, *vals, **node.params)
+            aval = node.out_avals[0]
             if (
-                node.out_avals[0].weak_type
-                and not node.out_avals[0].shape
+                not prim.multiple_results
+                and aval.weak_type
+                and not aval.shape
                 and type(out) not in (bool, int, float, complex)  # np.float64 is a float too
                 and not isinstance(out, Tracer)
             ):
                 out = out.item()  # a weak value stands for a Python scalar (NEP 50 promotion)
-            env[node] = out
+            env[node] = prim.results(out)
         for dead in free:
             env.pop(dead, None)  # (a constant listed after its reader was never stored)
     if keep_all:
         return env
-    outs = []
-    for e in graph.outputs:
-        v = env[e.node] if e.node in env else _unlisted_const(e.node)
-        outs.append(v[e.index] if e.node.prim.multiple_results else v)
-    return outs
+    return [env[e.node][e.index] if e.node in env else _unlisted(e) for e in graph.outputs]
 
 
-def _unlisted_const(node: Node):
+def _unlisted(e):
     # Graphs may read constants without listing them (verify allows it); anything else
     # missing from the value table is a malformed graph.
-    if node.prim is const_p:
-        return node.params["value"]
-    raise ValueError(f"eval_graph: a {node.prim.name} node is read before it is computed")
+    if e.node.prim is const_p:
+        return e.node.params["value"]
+    raise ValueError(f"eval_graph: a {e.node.prim.name} node is read before it is computed")
 
 
 def call_graph(graph: Graph, args, kwargs):

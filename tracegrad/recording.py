@@ -3,10 +3,10 @@
 `bind` hands any primitive call with a tensor argument (outside a trace) to `record`. It runs
 the primitive's NumPy implementation and, in grad mode with an input that requires grad,
 builds the same immutable `Node`/`Edge` a trace would, wrapped in a `GradFn` that holds what
-the node's vjp rule reads (per the tables in `autograd/function.py`) and version stamps of the
-tensors those values came from. Results are new tensors; they require grad when the result
-is floating point. Non-differentiable primitives with float results (floor, sign) are
-recorded too, as in PyTorch: their results require grad and pass a zero gradient.
+the node's vjp rule reads (the primitive's `vjp_reads`) and version stamps of the tensors
+those values came from. Results are new tensors; they require grad when the result is
+floating point. Non-differentiable primitives with float results (floor, sign) are recorded
+too, as in PyTorch: their results require grad and pass a zero gradient.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from tracegrad.autograd.function import READS_INPUTS, READS_OUTPUT, GradFn
+from tracegrad.autograd.function import GradFn
 from tracegrad.autograd.grad_mode import _anomaly, _enabled
 from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node
 from tracegrad.ir.types import Aval
@@ -40,15 +40,14 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
             values.append(a)
     out = prim.impl(*values, **params)
     # Non-differentiable primitives with float results (floor, sign) are recorded too: as in
-    # PyTorch their results require grad and pass a zero gradient. stop_gradient does not.
-    if not (needs and _enabled.get() and prim.name != "stop_gradient"):
-        if prim.multiple_results:
-            return tuple(_result(o, prim, args) for o in out)
-        return _result(out, prim, args)
+    # PyTorch their results require grad and pass a zero gradient.
+    if not (needs and _enabled.get()):
+        return prim.result([_result(o, prim, args) for o in prim.results(out)])
     edges = []
     nexts = []
     versions = []
     stamps = _stamped_inputs(prim, args)
+    reads_indices = bool(prim.vjp_reads & _INDEX_READS)
     for i, (a, v) in enumerate(zip(args, values)):
         if isinstance(a, Tensor):
             fn = a._grad_fn
@@ -59,7 +58,7 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
                 edge, nxt = a._edge_and_fn()
                 if edge is None:
                     edge = _constant_edge(v)
-            if i in stamps or v.dtype.kind not in "fc":
+            if i in stamps or (reads_indices and v.dtype.kind not in "fc"):
                 # weakly: the tensor may later point at a node that saved it (y += y.exp())
                 versions.append((a._cell, a._cell.version, weakref.ref(a)))
         else:
@@ -73,21 +72,20 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     return _record_node(prim, args, values, edges, nexts, versions, out, params)
 
 
-# Rules whose cotangent for one input reads only the other inputs (bilinear operations):
-# their inputs are read only for the other inputs' gradients.
-_BILINEAR = frozenset({"multiply", "matmul", "dot", "tensordot", "einsum"})
 _NONE: frozenset = frozenset()
+_INDEX_READS = frozenset({"inputs", "indices"})  # the integer and bool inputs are read
 
 
 def _stamped_inputs(prim, args) -> frozenset | range:
     """Positions of the float inputs whose values this node's backward will read, so an
     in-place change of them must raise at backward: PyTorch saves exactly those (`x * 3`
-    saves no `x`, `X @ w` with a constant `X` saves `X` but not `w`)."""
-    if prim.name not in READS_INPUTS:
+    saves no `x`, `X @ w` with a constant `X` saves `X` but not `w`: a bilinear rule reads
+    an input only for the other inputs' gradients)."""
+    if "inputs" not in prim.vjp_reads:
         return _NONE
     grad = [isinstance(a, Tensor) and a._requires_grad for a in args]
     n = sum(grad)
-    if prim.name in _BILINEAR:
+    if prim.bilinear:
         return frozenset(i for i in range(len(args)) if n - grad[i] > 0)
     return range(len(args)) if n else _NONE
 
@@ -110,24 +108,11 @@ _PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
 
 
 def _record_node(prim, args, values, edges, nexts, versions, out, params):
-    if not prim.multiple_results:  # the common case, kept short
-        out = _readonly(out)
-        node = Node(prim, tuple(edges), params, (_aval(out),))
-        cell = _Cell(out)
-        fn = GradFn(node, tuple(nexts), tuple(values), out, versions)
-        t = Tensor.__new__(Tensor)
-        t._init(cell, fn, 0)
-        if out.dtype.kind not in "fc":
-            t._grad_fn = None
-            t._requires_grad = False
-        elif fn._state == GradFn.SAVED and prim.name in READS_OUTPUT:
-            versions.append((cell, 0, 0))  # output 0 of this node (an int: no cycle)
-        if prim.view_of is not None:
-            t._base = _root_base(args[prim.view_of])
-        return t
-    outs = tuple(_readonly(o) for o in out)
-    node = Node(prim, tuple(edges), params, tuple(_aval(o) for o in outs))
+    outs = tuple([_readonly(o) for o in prim.results(out)])
+    node = Node(prim, tuple(edges), params, tuple([_aval(o) for o in outs]))
     fn = GradFn(node, tuple(nexts), tuple(values), outs, versions)
+    stamp_outputs = fn._state == GradFn.SAVED and "output" in prim.vjp_reads
+    base = None if prim.view_of is None else _root_base(args[prim.view_of])
     results = []
     for i, o in enumerate(outs):
         cell = _Cell(o)
@@ -136,12 +121,12 @@ def _record_node(prim, args, values, edges, nexts, versions, out, params):
         if o.dtype.kind not in "fc":
             t._grad_fn = None
             t._requires_grad = False
-        elif fn._state == GradFn.SAVED and prim.name in READS_OUTPUT:
-            versions.append((cell, 0, i))
-        if prim.view_of is not None:
-            t._base = _root_base(args[prim.view_of])
+        elif stamp_outputs:
+            versions.append((cell, 0, i))  # output i of this node (an int: no cycle)
+        if base is not None:
+            t._base = base
         results.append(t)
-    return tuple(results)
+    return prim.result(results)
 
 
 _AVALS: dict = {}

@@ -289,6 +289,9 @@ class Tensor(Boxed):
     def _constant_value(self):
         return self._cell.value
 
+    def _stop_gradient(self):
+        return self.detach()
+
     # -- conversions ----------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The array itself, read-only (copy it to write)."""

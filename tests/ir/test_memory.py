@@ -11,7 +11,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.ir.analysis import peak_bytes
-from tracegrad.primitives import shape as shape_ops
+from tracegrad.primitives import shape as sp
 
 M = 1_000_000  # elements: 8 MB per float64 array
 MB = 8 * M
@@ -69,7 +69,7 @@ def _view_outlives_its_base(x):
 
 
 def _split(x):
-    lo, hi = shape_ops.split(np.sin(x), (M // 2,), 0)
+    lo, hi = sp.split(np.sin(x), (M // 2,), 0)
     return lo * 2.0, hi
 
 

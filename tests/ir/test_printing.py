@@ -12,7 +12,7 @@ import tracegrad as tg
 from tracegrad.ir import Aval, Edge, Graph, Node, Params, Primitive, arg_node, const_node
 from tracegrad.ir.dot import to_dot
 from tracegrad.ir.printing import format_graph, identifier, literal, value_names
-from tracegrad.primitives import shape as shape_ops
+from tracegrad.primitives import shape as sp
 from tracegrad.primitives.elementwise import add_p, negative_p, sin_p
 
 F64_3 = Aval((3,), np.float64)
@@ -42,7 +42,7 @@ C = np.array([1.0, -2.0])
 
 def test_golden_constants_and_a_multiple_result_node():
     def g(x):
-        lo, hi = shape_ops.split(x, (1,), 0)
+        lo, hi = sp.split(x, (1,), 0)
         return lo * C + np.float32(0.5), np.maximum(hi, 0) - 3
 
     graph = tg.make_graph(g)(np.ones((3, 2)))
@@ -226,7 +226,7 @@ def _parse_dot(text: str):
 
 def test_dot_has_one_edge_per_node_input():
     def f(x, y):
-        lo, hi = shape_ops.split(x, (1,), 0)
+        lo, hi = sp.split(x, (1,), 0)
         return np.sin(lo) * 2.0 + y, hi * hi, x
 
     g = tg.make_graph(f)(np.ones(3), np.float32(1))

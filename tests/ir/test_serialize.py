@@ -13,13 +13,13 @@ from hypothesis import given, reject
 from hypothesis import strategies as st
 
 import tracegrad as tg
-import tracegrad.primitives
 from tests import strategies as ts
 from tracegrad import tree
 from tracegrad.ir import Aval, Edge, Graph, Node, Params, Primitive, arg_node, const_node
+from tracegrad.ir.primitive import lookup
 from tracegrad.ir.serialize import MAX_DEPTH, dumps, loads
 from tracegrad.ir.verify import verify
-from tracegrad.primitives import shape as shape_ops
+from tracegrad.primitives import shape as sp
 from tracegrad.primitives.elementwise import negative_p
 
 F64_3 = Aval((3,), np.float64)
@@ -74,7 +74,7 @@ def _f_constants(x):
 
 
 def _f_structure(d, xs, nothing):
-    lo, hi = shape_ops.split(d["b"], (1,), 0)
+    lo, hi = sp.split(d["b"], (1,), 0)
     return {"lo": lo * xs[0], "hi": [hi.T, None], "x": xs[1][1:, ::2]}
 
 
@@ -216,7 +216,9 @@ def test_dumps_refuses_non_arg_inputs():
 # -- sub-graphs -----------------------------------------------------------------------------------
 
 call_p = Primitive(
-    "call", impl=lambda *xs, graph: graph(*xs), shape=lambda *avals, graph: graph.out_avals[0]
+    "serialized_call",
+    impl=lambda *xs, graph: graph(*xs),
+    shape=lambda *avals, graph: graph.out_avals[0],
 )
 
 
@@ -226,8 +228,7 @@ def _call_graph(inner: Graph) -> Graph:
     return Graph((Edge(x, 0),), (Edge(node, 0),), (node,), name="outer")
 
 
-def test_subgraph_params_round_trip(monkeypatch):
-    monkeypatch.setitem(tracegrad.primitives.BY_NAME, "call", call_p)
+def test_subgraph_params_round_trip():
     inner = tg.make_graph(lambda x: np.sin(x) * 3.0)(np.ones(3))
     g = _call_graph(inner)
     g2 = loads(dumps(g))
@@ -235,8 +236,7 @@ def test_subgraph_params_round_trip(monkeypatch):
     assert str(g2.nodes[0].params["graph"]) == str(inner)
 
 
-def test_subgraphs_nested_too_deeply(monkeypatch):
-    monkeypatch.setitem(tracegrad.primitives.BY_NAME, "call", call_p)
+def test_subgraphs_nested_too_deeply():
     leaf = tg.make_graph(lambda x: -x)(np.ones(3))
     g = leaf
     for _ in range(4):
@@ -574,8 +574,8 @@ def test_unlisted_and_numpy_scalar_constants_round_trip():
     x = arg_node(F64_3)
     c = const_node(np.ones(3))  # read but not listed in graph.nodes: allowed
     s = const_node(np.float64(2.0))  # a NumPy scalar value (tracing makes 0-d arrays instead)
-    a = Node(tracegrad.primitives.BY_NAME["add"], (Edge(x, 0), Edge(c, 0)), Params(), (F64_3,))
-    m = Node(tracegrad.primitives.BY_NAME["multiply"], (Edge(a, 0), Edge(s, 0)), Params(), (F64_3,))
+    a = Node(lookup("add"), (Edge(x, 0), Edge(c, 0)), Params(), (F64_3,))
+    m = Node(lookup("multiply"), (Edge(a, 0), Edge(s, 0)), Params(), (F64_3,))
     g = Graph((Edge(x, 0),), (Edge(m, 0), Edge(c, 0)), (s, a, m))
     doc = json.loads(dumps(g))
     assert [n.get("listed", True) for n in doc["nodes"]] == [True, False, True, True]
@@ -627,8 +627,7 @@ def _same_param(a, b) -> bool:
     return a == b
 
 
-def test_every_param_type_round_trips(monkeypatch):
-    monkeypatch.setitem(tracegrad.primitives.BY_NAME, "zoo", zoo_p)
+def test_every_param_type_round_trips():
     x = arg_node(F64_3)
     node = Node(zoo_p, (Edge(x, 0),), Params(ZOO), (F64_3,))
     g = Graph((Edge(x, 0),), (Edge(node, 0),), (node,))

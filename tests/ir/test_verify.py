@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import tracegrad as tg
 from tracegrad.ir import Aval, Edge, Graph, Node, Params, arg_node, const_node
 from tracegrad.ir.verify import verify
-from tracegrad.primitives import shape as shape_ops
+from tracegrad.primitives import shape as sp
 from tracegrad.primitives.elementwise import add_p, multiply_p, negative_p, sin_p
 from tracegrad.primitives.shape import split_p
 
@@ -27,7 +27,7 @@ def _graph(inputs, outputs, nodes):
 
 def test_traced_graphs_verify_and_verify_returns_the_graph():
     def f(x, y):
-        lo, hi = shape_ops.split(x, (1,), 0)
+        lo, hi = sp.split(x, (1,), 0)
         return np.sum(np.sin(lo) * 2.0 + y, axis=0), hi.T, 3.0, x
 
     g = tg.make_graph(f)(np.ones((3, 2)), np.float32(1))

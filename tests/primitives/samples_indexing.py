@@ -12,6 +12,7 @@ from tests import strategies as S
 from tests.primitives.sample import Sample
 from tracegrad.numpy._indexing import parse_index
 from tracegrad.primitives import indexing as ix
+from tracegrad.primitives import slicing
 
 _BASIC = ("int", "slice", "none")
 
@@ -112,7 +113,7 @@ def draw_gather(data, dtype, *, min_arrays=1):
 def _slice(data, dtype):
     shape = S.shapes(data)
     x = S.array(data, shape, dtype)
-    bounds = [ix.canonical_slice(*_draw_slice(data, d).indices(d))[0] for d in shape]
+    bounds = [slicing.canonical_slice(*_draw_slice(data, d).indices(d))[0] for d in shape]
     starts, limits, strides = (tuple(b[i] for b in bounds) for i in range(3))
     return (x,), {"starts": starts, "limits": limits, "strides": strides}
 
@@ -130,7 +131,7 @@ def _scatter_add(data, dtype):
 
 
 SAMPLES = {
-    ix.slice_p: Sample(_slice),
+    slicing.slice_p: Sample(_slice),
     ix.gather_p: Sample(_gather),
     ix.scatter_add_p: Sample(_scatter_add),
 }

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from tests import strategies as S
 from tests.primitives.sample import Sample
-from tracegrad.primitives import linalg
+from tracegrad.primitives import einsum as es
+from tracegrad.primitives import products
 
 SIDE = st.integers(0, 4)
 
@@ -119,12 +120,12 @@ def _tensordot(data, dtype):
 def _einsum(data, dtype):
     subscripts, shapes = einsum_case(data)
     ops = tuple(S.array(data, s, dtype) for s in shapes)
-    return ops, {"subscripts": linalg.normalize_subscripts(subscripts, len(ops))}
+    return ops, {"subscripts": es.normalize_subscripts(subscripts, len(ops))}
 
 
 SAMPLES = {
-    linalg.matmul_p: Sample(_matmul),
-    linalg.dot_p: Sample(_dot),
-    linalg.tensordot_p: Sample(_tensordot),
-    linalg.einsum_p: Sample(_einsum),
+    products.matmul_p: Sample(_matmul),
+    products.dot_p: Sample(_dot),
+    products.tensordot_p: Sample(_tensordot),
+    es.einsum_p: Sample(_einsum),
 }

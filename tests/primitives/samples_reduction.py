@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tests import strategies as S
 from tests.primitives.sample import Sample
-from tracegrad.primitives import reduction as r
+from tracegrad.primitives import broadcasting as bc
+from tracegrad.primitives import reduction as red
 
 
 def _away_from_zero(data, shape, dtype):
@@ -84,14 +85,14 @@ def _with_zeros(data, shape, dtype):
 
 
 SAMPLES = {
-    r.sum_p: Sample(_reduce(_plain)),
-    r.prod_p: Sample(_reduce(_away_from_zero)),
-    r.max_p: Sample(_reduce(_distinct, nonempty=True)),
-    r.min_p: Sample(_reduce(_distinct, nonempty=True)),
-    r.argmax_p: Sample(_arg, fd=False),
-    r.argmin_p: Sample(_arg, fd=False),
-    r.all_p: Sample(_reduce(_with_zeros), fd=False),
-    r.any_p: Sample(_reduce(_with_zeros), fd=False),
-    r.cumsum_p: Sample(_cumulative(_plain)),
-    r.cumprod_p: Sample(_cumulative(_away_from_zero)),
+    bc.sum_p: Sample(_reduce(_plain)),
+    red.prod_p: Sample(_reduce(_away_from_zero)),
+    red.max_p: Sample(_reduce(_distinct, nonempty=True)),
+    red.min_p: Sample(_reduce(_distinct, nonempty=True)),
+    red.argmax_p: Sample(_arg, fd=False),
+    red.argmin_p: Sample(_arg, fd=False),
+    red.all_p: Sample(_reduce(_with_zeros), fd=False),
+    red.any_p: Sample(_reduce(_with_zeros), fd=False),
+    red.cumsum_p: Sample(_cumulative(_plain)),
+    red.cumprod_p: Sample(_cumulative(_away_from_zero)),
 }

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from tests import strategies as S
 from tests.primitives.sample import Sample
+from tracegrad.primitives import broadcasting as bc
 from tracegrad.primitives import shape as sp
+from tracegrad.primitives import slicing, views
 
 
 def _x(data, dtype, **kw):
@@ -136,16 +138,16 @@ def _ascontiguousarray(data, dtype):
 
 SAMPLES = {
     sp.ascontiguousarray_p: Sample(_ascontiguousarray),
-    sp.reshape_p: Sample(_reshape),
-    sp.broadcast_to_p: Sample(_broadcast_to),
-    sp.transpose_p: Sample(_transpose),
-    sp.expand_dims_p: Sample(_expand_dims),
-    sp.squeeze_p: Sample(_squeeze),
+    views.reshape_p: Sample(_reshape),
+    bc.broadcast_to_p: Sample(_broadcast_to),
+    views.transpose_p: Sample(_transpose),
+    views.expand_dims_p: Sample(_expand_dims),
+    views.squeeze_p: Sample(_squeeze),
     sp.concatenate_p: Sample(_concatenate),
     sp.split_p: Sample(_split),
-    sp.flip_p: Sample(_flip),
+    views.flip_p: Sample(_flip),
     sp.repeat_p: Sample(_repeat),
     sp.tile_p: Sample(_tile),
     sp.pad_p: Sample(_pad),
-    sp.pad_strided_p: Sample(_pad_strided),
+    slicing.pad_strided_p: Sample(_pad_strided),
 }

@@ -15,6 +15,7 @@ from tests.primitives.samples_indexing import SAMPLES, draw_gather, draw_index
 from tracegrad.core import bind
 from tracegrad.numpy._indexing import parse_index
 from tracegrad.primitives import indexing as ix
+from tracegrad.primitives import slicing
 from tracegrad.tracing import trace_function
 
 DTYPES = st.sampled_from([np.float32, np.float64, np.int32])
@@ -288,31 +289,35 @@ def test_scatter_add_rules_match_finite_differences(data, seed):
 
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_slice_jvp_matches_finite_differences(data, seed):
-    (x,), params = SAMPLES[ix.slice_p].draw(data, np.float64)
+    (x,), params = SAMPLES[slicing.slice_p].draw(data, np.float64)
     rng = np.random.default_rng(seed)
-    out = bind(ix.slice_p, x, **params)
+    out = bind(slicing.slice_p, x, **params)
     v = rng.standard_normal(x.shape)
     u = rng.standard_normal(out.shape)
     eps = 1e-6
     fd = float(
         np.sum(
-            u * (bind(ix.slice_p, x + eps * v, **params) - bind(ix.slice_p, x - eps * v, **params))
+            u
+            * (
+                bind(slicing.slice_p, x + eps * v, **params)
+                - bind(slicing.slice_p, x - eps * v, **params)
+            )
         )
     ) / (2 * eps)
-    jv = ix.slice_p.jvp((x,), (v,), out=out, **params)
+    jv = slicing.slice_p.jvp((x,), (v,), out=out, **params)
     assert abs(float(np.sum(u * jv)) - fd) <= 1e-7 * max(1.0, abs(fd))
 
 
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_slice_vjp_matches_finite_differences(data, seed):
-    (x,), params = SAMPLES[ix.slice_p].draw(data, np.float64)
+    (x,), params = SAMPLES[slicing.slice_p].draw(data, np.float64)
     rng = np.random.default_rng(seed)
     _fd_jvp_check(
-        lambda a: bind(ix.slice_p, a, **params),
+        lambda a: bind(slicing.slice_p, a, **params),
         x,
         rng,
-        lambda a, v, out: ix.slice_p.jvp((a,), (v,), out=out, **params),
-        lambda u, a, out: ix.slice_p.vjp(u, a, out=out, **params)[0],
+        lambda a, v, out: slicing.slice_p.jvp((a,), (v,), out=out, **params),
+        lambda u, a, out: slicing.slice_p.vjp(u, a, out=out, **params)[0],
     )
 
 
@@ -379,7 +384,7 @@ def test_integer_inputs_get_no_cotangent():
     x = np.arange(6, dtype=np.int32)
     bars = ix.gather_p.vjp(np.ones(2, np.int32), x, np.array([0, 1]), out=None, index=("array",))
     assert bars == (None, None)
-    assert ix.slice_p.vjp(
+    assert slicing.slice_p.vjp(
         np.ones(2, np.int32), x, out=None, starts=(0,), limits=(2,), strides=(1,)
     ) == (None,)
 
@@ -396,9 +401,10 @@ def test_emitted_code_evaluates_like_impl(data):
         eval(ix.scatter_add_p.emit("u", *names, shape=x.shape, index=items), env),
         ix.scatter_add(out, *arrays, shape=x.shape, index=items),
     )
-    (y,), params = SAMPLES[ix.slice_p].draw(data, np.float64)
+    (y,), params = SAMPLES[slicing.slice_p].draw(data, np.float64)
     assert_same(
-        eval(ix.slice_p.emit("y", **params), {"np": np, "y": y}), bind(ix.slice_p, y, **params)
+        eval(slicing.slice_p.emit("y", **params), {"np": np, "y": y}),
+        bind(slicing.slice_p, y, **params),
     )
 
 
@@ -465,7 +471,7 @@ def test_shape_rule_errors_name_the_operation_and_shapes():
     from tracegrad.ir.types import Aval
 
     with pytest.raises(ValueError, match=r"slice: bounds .* do not fit shape \(3,\)"):
-        ix.slice_p.shape(Aval((3,), np.float64), starts=(0,), limits=(5,), strides=(1,))
+        slicing.slice_p.shape(Aval((3,), np.float64), starts=(0,), limits=(5,), strides=(1,))
     with pytest.raises(
         TypeError, match=r"gather: index arrays must be integers, got float64\(2,\)"
     ):

@@ -18,6 +18,7 @@ from tests import strategies as S
 from tests.primitives.samples_indexing import draw_gather
 from tracegrad.core import bind
 from tracegrad.primitives import indexing as ix
+from tracegrad.primitives import slicing
 
 DTYPES = st.sampled_from([np.float32, np.float64])
 
@@ -34,7 +35,7 @@ def _array_axes(index, ndim):
 def _examples(rng, prim, args, params, size, batched):
     """`size` examples of `args`: batched float args scaled differently, batched index
     arrays redrawn in range for each example; unbatched args repeat."""
-    if prim is ix.slice_p:
+    if prim is slicing.slice_p:
         axes = []
     else:
         shape = np.shape(args[0]) if prim is ix.gather_p else params["shape"]
@@ -124,10 +125,10 @@ def test_slice_batching_matches_a_loop(data, dtype):
             data.draw(st.none() | st.integers(-d - 1, d + 1)),
             data.draw(st.none() | st.integers(-3, 3).filter(bool)),
         )
-        bounds.append(ix.canonical_slice(*s.indices(d))[0])
+        bounds.append(slicing.canonical_slice(*s.indices(d))[0])
     params = {k: tuple(b[i] for b in bounds) for i, k in enumerate(("starts", "limits", "strides"))}
     _, axes, size = _draw_batching(data, 1)
-    check_batching(ix.slice_p, [x], params, {0}, axes, size)
+    check_batching(slicing.slice_p, [x], params, {0}, axes, size)
 
 
 @given(data=st.data(), dtype=DTYPES, seed=st.integers(0, 2**32 - 1))
@@ -209,7 +210,7 @@ def test_scatter_add_batching_edge_cases(case, size):
 def test_slice_batch_axis_anywhere(d, size):
     x = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
     params = {"starts": (2, 0, 1), "limits": (-1, 4, 5), "strides": (-1, 2, 3)}
-    graph = check_batching(ix.slice_p, [x], params, {0}, [d], size)
+    graph = check_batching(slicing.slice_p, [x], params, {0}, [d], size)
     assert [node.prim.name for node in graph.nodes if node.prim.name != "arg"] == ["slice"]
 
 

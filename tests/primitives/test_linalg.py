@@ -23,7 +23,8 @@ from tests.primitives.samples_linalg import (
     tensordot_case,
 )
 from tracegrad.ir.types import aval_of
-from tracegrad.primitives import linalg
+from tracegrad.primitives import einsum as es
+from tracegrad.primitives import products
 from tracegrad.transforms.vjp import call_vjp
 
 F32, F64 = np.float32, np.float64
@@ -201,10 +202,10 @@ def test_emitted_code_evaluates_to_the_same_values():
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 3))
     cases = [
-        (linalg.matmul_p, (x, y), {}),
-        (linalg.dot_p, (x, y), {}),
-        (linalg.tensordot_p, (x, y), {"axes": ((1, 2), (1, 0))}),
-        (linalg.einsum_p, (x, y), {"subscripts": linalg.normalize_subscripts("bij,jk", 2)}),
+        (products.matmul_p, (x, y), {}),
+        (products.dot_p, (x, y), {}),
+        (products.tensordot_p, (x, y), {"axes": ((1, 2), (1, 0))}),
+        (es.einsum_p, (x, y), {"subscripts": es.normalize_subscripts("bij,jk", 2)}),
     ]
     for prim, args, params in cases:
         names = [f"v{i}" for i in range(len(args))]
@@ -217,7 +218,7 @@ def test_emitted_code_evaluates_to_the_same_values():
 
 
 def test_einsum_subscripts_normalize_to_explicit_form():
-    norm = linalg.normalize_subscripts
+    norm = es.normalize_subscripts
     assert norm("ij,jk", 2) == "ij,jk->ik"
     assert norm("ii", 1) == "ii->"
     assert norm(" i j , j k -> i k ", 2) == "ij,jk->ik"
@@ -227,7 +228,7 @@ def test_einsum_subscripts_normalize_to_explicit_form():
 
 
 def test_tensordot_axes_normalize_to_pairs_of_tuples():
-    norm = linalg.normalize_tensordot_axes
+    norm = products.normalize_tensordot_axes
     assert norm(2, (2, 3, 4), (3, 4, 5)) == ((1, 2), (0, 1))
     assert norm(0, (2,), (3,)) == ((), ())
     assert norm((1, 0), (2, 3), (3, 4)) == ((1,), (0,))
@@ -334,7 +335,7 @@ def test_einsum_errors():
     bad("ii->i", (2, 3), match=r"^einsum: operand 0 of shape \(2, 3\) repeats label 'i'")
     bad("...i->i", (2, 3), match=r"^einsum: .*no '...' to put them in")
     with pytest.raises(TypeError, match=r"^einsum: subscripts must be a string"):
-        linalg.einsum(3, np.ones(2))
+        es.einsum(3, np.ones(2))
 
 
 def test_unsupported_arguments_raise_not_implemented():
@@ -400,14 +401,14 @@ def _drops(data, n):
 def test_matmul_rules_match_finite_differences(data, seed):
     xs, ys = matmul_shapes(data)
     args = (S.array(data, xs), S.array(data, ys))
-    _check_rules(linalg.matmul_p, args, {}, np.random.default_rng(seed), _drops(data, 2))
+    _check_rules(products.matmul_p, args, {}, np.random.default_rng(seed), _drops(data, 2))
 
 
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_dot_rules_match_finite_differences(data, seed):
     xs, ys = dot_shapes(data)
     args = (S.array(data, xs), S.array(data, ys))
-    _check_rules(linalg.dot_p, args, {}, np.random.default_rng(seed), _drops(data, 2))
+    _check_rules(products.dot_p, args, {}, np.random.default_rng(seed), _drops(data, 2))
 
 
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
@@ -415,7 +416,7 @@ def test_tensordot_rules_match_finite_differences(data, seed):
     sa, sb, axes = tensordot_case(data)
     args = (S.array(data, sa), S.array(data, sb))
     _check_rules(
-        linalg.tensordot_p, args, {"axes": axes}, np.random.default_rng(seed), _drops(data, 2)
+        products.tensordot_p, args, {"axes": axes}, np.random.default_rng(seed), _drops(data, 2)
     )
 
 
@@ -424,20 +425,18 @@ def test_tensordot_rules_match_finite_differences(data, seed):
 def test_einsum_rules_match_finite_differences(subscripts, data, seed):
     _, shapes = einsum_case(data, subscripts)
     args = tuple(S.array(data, s) for s in shapes)
-    params = {"subscripts": linalg.normalize_subscripts(subscripts, len(args))}
-    _check_rules(
-        linalg.einsum_p, args, params, np.random.default_rng(seed), _drops(data, len(args))
-    )
+    params = {"subscripts": es.normalize_subscripts(subscripts, len(args))}
+    _check_rules(es.einsum_p, args, params, np.random.default_rng(seed), _drops(data, len(args)))
 
 
 @pytest.mark.parametrize(
     "prim, shapes, params",
     [
-        (linalg.matmul_p, ((4, 2, 3), (3, 5)), {}),
-        (linalg.matmul_p, ((2, 3), (4, 3, 5)), {}),
-        (linalg.dot_p, ((2, 3), (4, 3, 5)), {}),
-        (linalg.tensordot_p, ((2, 3, 4), (4, 3)), {"axes": ((1, 2), (1, 0))}),
-        (linalg.einsum_p, ((3, 3), (3,)), {"subscripts": "ii,j->ij"}),
+        (products.matmul_p, ((4, 2, 3), (3, 5)), {}),
+        (products.matmul_p, ((2, 3), (4, 3, 5)), {}),
+        (products.dot_p, ((2, 3), (4, 3, 5)), {}),
+        (products.tensordot_p, ((2, 3, 4), (4, 3)), {"axes": ((1, 2), (1, 0))}),
+        (es.einsum_p, ((3, 3), (3,)), {"subscripts": "ii,j->ij"}),
     ],
 )
 def test_cotangents_take_each_operands_dtype(prim, shapes, params):
@@ -458,12 +457,12 @@ def test_rules_give_the_same_cotangents_when_traced(data, seed):
     # the rules run on tracers to build backward graphs (and higher orders): same values
     kind = data.draw(st.sampled_from(["matmul", "einsum"]))
     if kind == "matmul":
-        prim, params = linalg.matmul_p, {}
+        prim, params = products.matmul_p, {}
         args = tuple(S.array(data, s) for s in matmul_shapes(data))
     else:
         subscripts, shapes = einsum_case(data)
-        prim = linalg.einsum_p
-        params = {"subscripts": linalg.normalize_subscripts(subscripts, len(shapes))}
+        prim = es.einsum_p
+        params = {"subscripts": es.normalize_subscripts(subscripts, len(shapes))}
         args = tuple(S.array(data, s) for s in shapes)
     out = prim.impl(*args, **params)
     g = np.random.default_rng(seed).standard_normal(np.shape(out))

@@ -18,7 +18,8 @@ import pytest
 import tracegrad as tg
 from tracegrad.core import bind
 from tracegrad.ir.types import Aval
-from tracegrad.primitives import linalg
+from tracegrad.primitives import einsum as es
+from tracegrad.primitives import products, views
 
 F32, F64 = np.float32, np.float64
 SIZES = (0, 1, 3)
@@ -124,20 +125,20 @@ MATMUL_SHAPES = [
 
 @pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
 def test_matmul_batching_matches_a_loop_everywhere(shapes):
-    check_everywhere(linalg.matmul_p, shapes)
+    check_everywhere(products.matmul_p, shapes)
 
 
 @pytest.mark.parametrize("dtypes", [(F32, F32), (F32, F64), (F64, F32)], ids=str)
 @pytest.mark.parametrize("shapes", [((3,), (5, 3, 4)), ((5, 2, 3), (3, 4)), ((2, 3), (3,))])
 def test_matmul_batching_keeps_dtypes(shapes, dtypes):
-    check_everywhere(linalg.matmul_p, shapes, dtypes=dtypes)
+    check_everywhere(products.matmul_p, shapes, dtypes=dtypes)
 
 
 @pytest.mark.parametrize("shapes", MATMUL_SHAPES[:12], ids=str)
 def test_matmul_batching_runs_on_tracers(shapes):
     rng = np.random.default_rng(2)
     for dims in all_dims(shapes):
-        check_batching(linalg.matmul_p, shapes, dims, 3, rng=rng, traced=True)
+        check_batching(products.matmul_p, shapes, dims, 3, rng=rng, traced=True)
 
 
 def _rule_graph(prim, stacked, dims, **params):
@@ -165,12 +166,12 @@ def test_x_at_W_with_a_batch_of_x_is_one_matmul_reading_W(x_shape):
     rng = np.random.default_rng(3)
     x, w = _array(rng, x_shape, F64), _array(rng, (3, 4), F64)
     for d in range(len(x_shape) - 1):  # batch axes that are row axes of x
-        graph = _rule_graph(linalg.matmul_p, [x, w], [d, None])
+        graph = _rule_graph(products.matmul_p, [x, w], [d, None])
         names = _names(graph)
         assert names.count("matmul") == 1, str(graph)
         assert set(names) <= {"matmul", "reshape"}, str(graph)
         assert _reads_input_directly(graph, "matmul", 1), str(graph)
-        check_batching(linalg.matmul_p, (x_shape[:d] + x_shape[d + 1 :], (3, 4)), (d, None), 7)
+        check_batching(products.matmul_p, (x_shape[:d] + x_shape[d + 1 :], (3, 4)), (d, None), 7)
 
 
 @pytest.mark.parametrize("y_dim", [0, 1])
@@ -178,16 +179,16 @@ def test_W_at_a_batch_of_vectors_is_one_matmul(y_dim):
     rng = np.random.default_rng(4)
     w = _array(rng, (4, 3), F64)
     y = _array(rng, (7, 3) if y_dim == 0 else (3, 7), F64)
-    graph = _rule_graph(linalg.matmul_p, [w, y], [None, y_dim])
+    graph = _rule_graph(products.matmul_p, [w, y], [None, y_dim])
     names = _names(graph)
     assert names.count("matmul") == 1 and "broadcast_to" not in names, str(graph)
-    check_batching(linalg.matmul_p, ((4, 3), (3,)), (None, y_dim), 7)
+    check_batching(products.matmul_p, ((4, 3), (3,)), (None, y_dim), 7)
 
 
 def test_matmul_with_a_batched_vector_and_a_stack_of_matrices_never_broadcasts():
     rng = np.random.default_rng(5)
     x, y = _array(rng, (7, 3), F64), _array(rng, (5, 3, 4), F64)
-    graph = _rule_graph(linalg.matmul_p, [x, y], [0, None])
+    graph = _rule_graph(products.matmul_p, [x, y], [0, None])
     assert "broadcast_to" not in _names(graph) and _names(graph).count("matmul") == 1
 
 
@@ -213,29 +214,29 @@ DOT_SHAPES = [
 
 @pytest.mark.parametrize("shapes", DOT_SHAPES, ids=str)
 def test_dot_batching_matches_a_loop_everywhere(shapes):
-    check_everywhere(linalg.dot_p, shapes)
+    check_everywhere(products.dot_p, shapes)
 
 
 @pytest.mark.parametrize("dtypes", [(F32, F32), (F32, F64), (F64, F32)], ids=str)
 @pytest.mark.parametrize("shapes", [((), (3,)), ((2, 3), ()), ((2, 3), (5, 3, 4))], ids=str)
 def test_dot_batching_keeps_dtypes(shapes, dtypes):
-    check_everywhere(linalg.dot_p, shapes, dtypes=dtypes)
+    check_everywhere(products.dot_p, shapes, dtypes=dtypes)
 
 
 @pytest.mark.parametrize("shapes", DOT_SHAPES[:11], ids=str)
 def test_dot_batching_runs_on_tracers(shapes):
     rng = np.random.default_rng(6)
     for dims in all_dims(shapes):
-        check_batching(linalg.dot_p, shapes, dims, 3, rng=rng, traced=True)
+        check_batching(products.dot_p, shapes, dims, 3, rng=rng, traced=True)
 
 
 def test_dot_with_one_batched_operand_is_one_dot():
     rng = np.random.default_rng(7)
     x, w = _array(rng, (7, 2, 3), F64), _array(rng, (3, 4), F64)
-    graph = _rule_graph(linalg.dot_p, [x, w], [0, None])
+    graph = _rule_graph(products.dot_p, [x, w], [0, None])
     assert _names(graph) == ["dot"], str(graph)
     y = _array(rng, (7, 3, 5), F64)
-    graph = _rule_graph(linalg.dot_p, [w.T, y], [None, 0])
+    graph = _rule_graph(products.dot_p, [w.T, y], [None, 0])
     assert _names(graph) == ["dot"], str(graph)
 
 
@@ -258,7 +259,7 @@ TENSORDOT_CASES = [
 @pytest.mark.parametrize("case", TENSORDOT_CASES, ids=str)
 def test_tensordot_batching_matches_a_loop_everywhere(case):
     sa, sb, axes = case
-    check_everywhere(linalg.tensordot_p, (sa, sb), {"axes": axes})
+    check_everywhere(products.tensordot_p, (sa, sb), {"axes": axes})
 
 
 @pytest.mark.parametrize("case", TENSORDOT_CASES[:6], ids=str)
@@ -266,7 +267,9 @@ def test_tensordot_batching_runs_on_tracers(case):
     sa, sb, axes = case
     rng = np.random.default_rng(8)
     for dims in all_dims((sa, sb)):
-        check_batching(linalg.tensordot_p, (sa, sb), dims, 3, {"axes": axes}, rng=rng, traced=True)
+        check_batching(
+            products.tensordot_p, (sa, sb), dims, 3, {"axes": axes}, rng=rng, traced=True
+        )
 
 
 NUMPY_AXES = [
@@ -284,14 +287,14 @@ def test_tensordot_batching_with_axes_given_as_numpy_does(case):
     # the wrapper normalizes int and negative axes of the per-example shapes; the rule gets
     # those per-example axes and shifts them past the batch axis
     axes, sa, sb = case
-    norm = linalg.normalize_tensordot_axes(axes, sa, sb)
-    check_everywhere(linalg.tensordot_p, (sa, sb), {"axes": norm}, dtypes=(F32, F32))
+    norm = products.normalize_tensordot_axes(axes, sa, sb)
+    check_everywhere(products.tensordot_p, (sa, sb), {"axes": norm}, dtypes=(F32, F32))
 
 
 def test_tensordot_with_one_batched_operand_is_one_tensordot():
     rng = np.random.default_rng(9)
     a, b = _array(rng, (2, 7, 3), F64), _array(rng, (3, 4), F64)
-    graph = _rule_graph(linalg.tensordot_p, [a, b], [1, None], axes=((1,), (0,)))
+    graph = _rule_graph(products.tensordot_p, [a, b], [1, None], axes=((1,), (0,)))
     assert _names(graph) == ["tensordot"], str(graph)
 
 
@@ -321,18 +324,18 @@ EINSUM_CASES = [
 @pytest.mark.parametrize("case", EINSUM_CASES, ids=str)
 def test_einsum_batching_matches_a_loop_everywhere(case):
     subscripts, shapes = case
-    spec = linalg.normalize_subscripts(subscripts, len(shapes))
-    check_everywhere(linalg.einsum_p, shapes, {"subscripts": spec})
+    spec = es.normalize_subscripts(subscripts, len(shapes))
+    check_everywhere(es.einsum_p, shapes, {"subscripts": spec})
 
 
 @pytest.mark.parametrize("case", EINSUM_CASES[:12], ids=str)
 def test_einsum_batching_runs_on_tracers_in_float32(case):
     subscripts, shapes = case
-    spec = linalg.normalize_subscripts(subscripts, len(shapes))
+    spec = es.normalize_subscripts(subscripts, len(shapes))
     rng = np.random.default_rng(10)
     for dims in all_dims(shapes):
         check_batching(
-            linalg.einsum_p,
+            es.einsum_p,
             shapes,
             dims,
             2,
@@ -346,22 +349,20 @@ def test_einsum_batching_runs_on_tracers_in_float32(case):
 def test_einsum_batch_label_avoids_every_label_in_use():
     # 'A' is NumPy's first label; with 'A'..'C' taken the batch gets 'D'
     spec = "AB,BC->AC"
-    stacked, out, d = check_batching(
-        linalg.einsum_p, ((2, 3), (3, 4)), (0, 2), 3, {"subscripts": spec}
-    )
-    graph = _rule_graph(linalg.einsum_p, stacked, (0, 2), subscripts=spec)
+    stacked, out, d = check_batching(es.einsum_p, ((2, 3), (3, 4)), (0, 2), 3, {"subscripts": spec})
+    graph = _rule_graph(es.einsum_p, stacked, (0, 2), subscripts=spec)
     (node,) = graph.nodes
     assert node.params["subscripts"] == "DAB,BCD->DAC"
 
 
 def test_einsum_without_a_free_label_says_so():
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-    spec = linalg.normalize_subscripts(letters + "->", 1)
+    spec = es.normalize_subscripts(letters + "->", 1)
     x = np.ones((2,) + (1,) * 52)
     with pytest.raises(ValueError, match=r"einsum: cannot batch .* all 52 labels"):
-        linalg.einsum_p.batch([x], [0], subscripts=spec)
+        es.einsum_p.batch([x], [0], subscripts=spec)
 
 
 def test_every_product_has_a_batching_rule():
-    for prim in linalg.PRIMITIVES:
+    for prim in views.PRIMITIVES:
         assert prim.batch is not None, prim.name

@@ -14,7 +14,8 @@ import tracegrad as tg
 from tests import strategies as S
 from tests.primitives.samples_reduction import SAMPLES
 from tracegrad.core import bind
-from tracegrad.primitives import reduction as r
+from tracegrad.primitives import broadcasting as bc
+from tracegrad.primitives import reduction as red
 
 FLOATS = [np.float32, np.float64]
 REDUCTIONS = {
@@ -326,7 +327,9 @@ def test_non_differentiable_rules_give_no_derivative(prim, data):
     assert prim.jvp((x,), (np.ones_like(x),), out=out, **params) is None
 
 
-@pytest.mark.parametrize("prim", [r.sum_p, r.prod_p, r.max_p, r.cumsum_p, r.cumprod_p], ids=str)
+@pytest.mark.parametrize(
+    "prim", [bc.sum_p, red.prod_p, red.max_p, red.cumsum_p, red.cumprod_p], ids=str
+)
 def test_integer_inputs_get_no_cotangent(prim):
     x = np.arange(1, 7).reshape(2, 3)
     params = (
@@ -342,10 +345,10 @@ def test_rules_trace_into_graphs():
     # the same rules run on tracers: a vjp traced with make_graph equals the eager one
     x = np.array([[1.0, 3.0, 3.0], [0.5, -2.0, 4.0]])
     for prim, params in [
-        (r.max_p, {"axis": (1,), "keepdims": False}),
-        (r.prod_p, {"axis": (0, 1), "keepdims": True}),
-        (r.cumprod_p, {"axis": (1,), "reverse": True, "exclusive": False}),
-        (r.cumsum_p, {"axis": (0,), "reverse": False, "exclusive": True}),
+        (red.max_p, {"axis": (1,), "keepdims": False}),
+        (red.prod_p, {"axis": (0, 1), "keepdims": True}),
+        (red.cumprod_p, {"axis": (1,), "reverse": True, "exclusive": False}),
+        (red.cumsum_p, {"axis": (0,), "reverse": False, "exclusive": True}),
     ]:
         out = prim.impl(x, **params)
         v = np.linspace(-1.0, 1.0, np.size(out)).reshape(np.shape(out))
@@ -371,14 +374,18 @@ def _jvp(prim, x, u, **params):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_max_min_split_ties_evenly(dtype):
     x = np.array([1.0, 3.0, 3.0], dtype)
-    assert_values(_vjp(r.max_p, x, 1.0, axis=(0,), keepdims=False), np.array([0, 0.5, 0.5], dtype))
-    assert_values(_vjp(r.min_p, -x, 1.0, axis=(0,), keepdims=False), np.array([0, 0.5, 0.5], dtype))
-    assert _jvp(r.max_p, x, [5.0, 1.0, 2.0], axis=(0,), keepdims=False) == 1.5
+    assert_values(
+        _vjp(red.max_p, x, 1.0, axis=(0,), keepdims=False), np.array([0, 0.5, 0.5], dtype)
+    )
+    assert_values(
+        _vjp(red.min_p, -x, 1.0, axis=(0,), keepdims=False), np.array([0, 0.5, 0.5], dtype)
+    )
+    assert _jvp(red.max_p, x, [5.0, 1.0, 2.0], axis=(0,), keepdims=False) == 1.5
     # per row, and over several axes with keepdims
     m = np.array([[2.0, 2.0, 2.0, 0.0], [1.0, 7.0, 0.0, 7.0]], dtype)
-    got = _vjp(r.max_p, m, [3.0, 2.0], axis=(1,), keepdims=False)
+    got = _vjp(red.max_p, m, [3.0, 2.0], axis=(1,), keepdims=False)
     assert_values(got, np.array([[1, 1, 1, 0], [0, 1, 0, 1]], dtype))
-    got = _vjp(r.max_p, m, [[4.0]], axis=(0, 1), keepdims=True)
+    got = _vjp(red.max_p, m, [[4.0]], axis=(0, 1), keepdims=True)
     assert_values(got, np.array([[0, 0, 0, 0], [0, 2, 0, 2]], dtype))
 
 
@@ -419,32 +426,32 @@ def test_grad_of_mean_var_std_match_formulas(dtype):
 def test_prod_gradient_is_exact_at_zeros(dtype):
     p = dict(axis=(0,), keepdims=False)
     one_zero = np.array([2.0, 0.0, 3.0], dtype)
-    assert_values(_vjp(r.prod_p, one_zero, 1.0, **p), np.array([0.0, 6.0, 0.0], dtype))
-    assert _jvp(r.prod_p, one_zero, [1.0, 1.0, 1.0], **p) == 6.0
+    assert_values(_vjp(red.prod_p, one_zero, 1.0, **p), np.array([0.0, 6.0, 0.0], dtype))
+    assert _jvp(red.prod_p, one_zero, [1.0, 1.0, 1.0], **p) == 6.0
     two_zeros = np.array([0.0, 2.0, 0.0], dtype)
-    assert_values(_vjp(r.prod_p, two_zeros, 1.0, **p), np.zeros(3, dtype))
-    assert _jvp(r.prod_p, two_zeros, [1.0, 1.0, 1.0], **p) == 0.0
+    assert_values(_vjp(red.prod_p, two_zeros, 1.0, **p), np.zeros(3, dtype))
+    assert _jvp(red.prod_p, two_zeros, [1.0, 1.0, 1.0], **p) == 0.0
     # the same over two axes at once (flattened internally), with keepdims and a cotangent
     m = np.array([[2.0, 0.0, 3.0], [1.0, 5.0, -1.0]], dtype)
-    got = _vjp(r.prod_p, m, [[2.0]], axis=(0, 1), keepdims=True)
+    got = _vjp(red.prod_p, m, [[2.0]], axis=(0, 1), keepdims=True)
     assert_values(got, np.array([[0, 2 * -30.0, 0], [0, 0, 0]], dtype))
     # and along axis 0 of a 3-D array, where the reduced axes are not trailing
     t = np.array([[[0.0, 2.0]], [[4.0, 0.0]], [[3.0, 5.0]]], dtype)  # shape (3, 1, 2)
-    got = _vjp(r.prod_p, t, [[1.0, 1.0]], axis=(0,), keepdims=False)
+    got = _vjp(red.prod_p, t, [[1.0, 1.0]], axis=(0,), keepdims=False)
     assert_values(got, np.array([[[12.0, 0.0]], [[0.0, 10.0]], [[0.0, 0.0]]], dtype))
-    got = _vjp(r.prod_p, t, 1.0, axis=(0, 2), keepdims=False)
+    got = _vjp(red.prod_p, t, 1.0, axis=(0, 2), keepdims=False)
     assert_values(got, np.zeros((3, 1, 2), dtype))
 
 
 def test_prod_gradient_without_zeros_is_product_of_the_others():
     x = np.array([[1.5, -0.5, 2.0], [3.0, 0.25, -4.0]])
-    got = _vjp(r.prod_p, x, np.ones(3), axis=(0,), keepdims=False)
+    got = _vjp(red.prod_p, x, np.ones(3), axis=(0,), keepdims=False)
     np.testing.assert_allclose(got, np.prod(x, axis=0) / x, rtol=1e-15)
-    got = _vjp(r.prod_p, x, 1.0, axis=(0, 1), keepdims=False)
+    got = _vjp(red.prod_p, x, 1.0, axis=(0, 1), keepdims=False)
     np.testing.assert_allclose(got, np.prod(x) / x, rtol=1e-15)
     # a product over no axes is the identity
     assert_values(
-        _vjp(r.prod_p, x, np.full(x.shape, 2.0), axis=(), keepdims=False), np.full(x.shape, 2.0)
+        _vjp(red.prod_p, x, np.full(x.shape, 2.0), axis=(), keepdims=False), np.full(x.shape, 2.0)
     )
 
 
@@ -452,7 +459,7 @@ def test_cumsum_vjp_is_reverse_cumsum_exactly():
     # a reverse accumulation, not total - cumsum + x_bar, which cancels catastrophically
     x = np.zeros(3, np.float32)
     v = np.array([1e8, 1.0, 1.0], np.float32)
-    got = _vjp(r.cumsum_p, x, v, axis=(0,), reverse=False, exclusive=False)
+    got = _vjp(red.cumsum_p, x, v, axis=(0,), reverse=False, exclusive=False)
     assert_same(got, np.array([1e8 + 2, 2.0, 1.0], np.float32))
 
 
@@ -463,10 +470,10 @@ def test_cumulative_flags_compute_what_they_say():
         (False, True): [1, 2, 6], (True, True): [15, 5, 1],
     }  # fmt: skip
     for (reverse, exclusive), want in cases.items():
-        got = r.cumprod(x, (0,), reverse=reverse, exclusive=exclusive)
+        got = red.cumprod(x, (0,), reverse=reverse, exclusive=exclusive)
         assert_same(got, np.array(want, np.float64))
-    assert_same(r.cumsum(x, 0, reverse=True, exclusive=True), np.array([8.0, 5.0, 0.0]))
-    assert_same(r.cumsum(np.zeros((2, 0)), 1, exclusive=True), np.zeros((2, 0)))
+    assert_same(red.cumsum(x, 0, reverse=True, exclusive=True), np.array([8.0, 5.0, 0.0]))
+    assert_same(red.cumsum(np.zeros((2, 0)), 1, exclusive=True), np.zeros((2, 0)))
 
 
 # -- errors ---------------------------------------------------------------------------------------
@@ -500,14 +507,14 @@ def test_axis_out_of_range_names_the_function_and_ndim(name):
 
 
 def test_primitive_shape_rules_reject_bad_axes():
-    graph_of = tg.make_graph(lambda t: bind(r.sum_p, t, axis=(0, 2), keepdims=False))
+    graph_of = tg.make_graph(lambda t: bind(bc.sum_p, t, axis=(0, 2), keepdims=False))
     with pytest.raises(ValueError, match=r"^sum: axis \(0, 2\) .*shape \(2, 3\) \(ndim 2\)"):
         graph_of(np.ones((2, 3)))
-    graph_of = tg.make_graph(lambda t: bind(r.argmax_p, t, axis=(0, 1), keepdims=False))
+    graph_of = tg.make_graph(lambda t: bind(red.argmax_p, t, axis=(0, 1), keepdims=False))
     with pytest.raises(ValueError, match=r"^argmax: axis \(0, 1\) .*one-axis"):
         graph_of(np.ones((2, 3)))
     graph_of = tg.make_graph(
-        lambda t: bind(r.cumsum_p, t, axis=(1,), reverse=False, exclusive=False)
+        lambda t: bind(red.cumsum_p, t, axis=(1,), reverse=False, exclusive=False)
     )
     with pytest.raises(ValueError, match=r"^cumsum: axis \(1,\) .*shape \(3,\)"):
         graph_of(np.ones(3))

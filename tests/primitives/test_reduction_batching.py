@@ -17,11 +17,12 @@ import tracegrad as tg
 from tests import strategies as S
 from tracegrad.core import bind
 from tracegrad.ir.types import Aval
-from tracegrad.primitives import reduction as r
+from tracegrad.primitives import broadcasting as bc
+from tracegrad.primitives import reduction as red
 
-REDUCE = [r.sum_p, r.prod_p, r.max_p, r.min_p, r.all_p, r.any_p]
-ARG = [r.argmax_p, r.argmin_p]
-CUMULATIVE = [r.cumsum_p, r.cumprod_p]
+REDUCE = [bc.sum_p, red.prod_p, red.max_p, red.min_p, red.all_p, red.any_p]
+ARG = [red.argmax_p, red.argmin_p]
+CUMULATIVE = [red.cumsum_p, red.cumprod_p]
 # max/min/arg*/all/any choose or test elements; cumsum/cumprod accumulate sequentially along
 # their axis, so batching cannot change their bits. sum/prod may sum in another order.
 EXACT = {"max", "min", "argmax", "argmin", "all", "any", "cumsum", "cumprod"}
@@ -76,7 +77,7 @@ def run_rule(prim, xb, d, params):
 @given(data=st.data(), dtype=st.sampled_from(FLOATS))
 def test_reductions_match_a_loop(prim, data, dtype):
     shape = S.shapes(data, max_dims=3)
-    if prim in (r.max_p, r.min_p):
+    if prim in (red.max_p, red.min_p):
         ok = [i for i, n in enumerate(shape) if n > 0]
         axis = tuple(ok[i] for i in S.axis_subset(data, len(ok)))
     else:
@@ -84,7 +85,7 @@ def test_reductions_match_a_loop(prim, data, dtype):
     params = {"axis": axis, "keepdims": data.draw(st.booleans(), label="keepdims")}
     size = data.draw(st.integers(0, 3), label="size")
     d = data.draw(st.integers(0, len(shape)), label="batch axis")
-    values = distinct if prim in (r.max_p, r.min_p) else None
+    values = distinct if prim in (red.max_p, red.min_p) else None
     xb = batched(data, shape, dtype, size=size, d=d, values=values)
     check(prim, xb, d, params, *run_rule(prim, xb, d, params))
 
@@ -137,7 +138,9 @@ def test_batch_axis_last_between_and_first(prim, keepdims):
         check(prim, xb, d, params, *run_rule(prim, xb, d, params))
 
 
-@pytest.mark.parametrize("prim", [r.sum_p, r.prod_p, r.max_p, r.min_p, r.all_p, r.any_p], ids=str)
+@pytest.mark.parametrize(
+    "prim", [bc.sum_p, red.prod_p, red.max_p, red.min_p, red.all_p, red.any_p], ids=str
+)
 def test_empty_and_full_axis_tuples(prim):
     xb = distinct((2, 3, 4), np.float64)
     for d in range(3):
@@ -148,7 +151,7 @@ def test_empty_and_full_axis_tuples(prim):
                 check(prim, xb, d, params, out, out_dim)
 
 
-@pytest.mark.parametrize("prim", [r.sum_p, r.prod_p, r.cumsum_p, r.cumprod_p], ids=str)
+@pytest.mark.parametrize("prim", [bc.sum_p, red.prod_p, red.cumsum_p, red.cumprod_p], ids=str)
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint16, np.bool_])
 def test_integer_and_bool_inputs_keep_numpy_dtypes(prim, dtype):
     """NumPy widens small integers and bools; the batched output must have the same dtype
@@ -163,7 +166,7 @@ def test_integer_and_bool_inputs_keep_numpy_dtypes(prim, dtype):
         check(prim, xb, d, params, *run_rule(prim, xb, d, params))
 
 
-@pytest.mark.parametrize("prim", [r.all_p, r.any_p], ids=str)
+@pytest.mark.parametrize("prim", [red.all_p, red.any_p], ids=str)
 def test_logical_reductions_on_floats_and_nan(prim):
     xb = np.array([[0.0, 1.0, np.nan], [0.0, 0.0, 0.0], [2.0, -1.0, 3.0]])
     for d in range(2):
@@ -173,7 +176,7 @@ def test_logical_reductions_on_floats_and_nan(prim):
 
 def test_max_propagates_nan_per_example():
     xb = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
-    for prim in (r.max_p, r.min_p, r.argmax_p, r.argmin_p):
+    for prim in (red.max_p, red.min_p, red.argmax_p, red.argmin_p):
         for d in range(2):
             params = {"axis": (0,), "keepdims": False}
             check(prim, xb, d, params, *run_rule(prim, xb, d, params))
@@ -181,10 +184,10 @@ def test_max_propagates_nan_per_example():
 
 def test_unbatched_argument_stays_unbatched():
     x = np.arange(6.0).reshape(2, 3)
-    out, out_dim = r.sum_p.batch([x], [None], axis=(1,), keepdims=False)
+    out, out_dim = bc.sum_p.batch([x], [None], axis=(1,), keepdims=False)
     assert out_dim is None
     np.testing.assert_array_equal(out, np.sum(x, axis=1), strict=True)
-    out, out_dim = r.cumsum_p.batch([x], [None], axis=(0,), reverse=True, exclusive=False)
+    out, out_dim = red.cumsum_p.batch([x], [None], axis=(0,), reverse=True, exclusive=False)
     assert out_dim is None
     np.testing.assert_array_equal(out, np.flip(np.cumsum(np.flip(x, 0), 0), 0), strict=True)
 
@@ -196,9 +199,9 @@ def test_unbatched_argument_stays_unbatched():
 )  # fmt: skip
 def test_out_dim_counts_the_reduced_axes_before_the_batch_axis(d, axis, keepdims, out_dim):
     xb = distinct((2, 3, 4, 5), np.float64)
-    out, got_dim = r.sum_p.batch([xb], [d], axis=axis, keepdims=keepdims)
+    out, got_dim = bc.sum_p.batch([xb], [d], axis=axis, keepdims=keepdims)
     assert got_dim == out_dim
-    check(r.sum_p, xb, d, {"axis": axis, "keepdims": keepdims}, out, got_dim)
+    check(bc.sum_p, xb, d, {"axis": axis, "keepdims": keepdims}, out, got_dim)
 
 
 # -- on tracers -------------------------------------------------------------------------------
@@ -213,7 +216,7 @@ def test_rules_trace_into_one_node_without_transposes(prim, dtype):
     if prim in CUMULATIVE:
         params = {"axis": (1,), "reverse": True, "exclusive": False}
     else:
-        params = {"axis": (1,), "keepdims": prim in (r.prod_p, r.argmin_p, r.any_p)}
+        params = {"axis": (1,), "keepdims": prim in (red.prod_p, red.argmin_p, red.any_p)}
     for d in range(3):
         xb = distinct(per[:d] + (2,) + per[d:], dtype)
         dims = []
@@ -234,7 +237,7 @@ def test_rules_trace_into_one_node_without_transposes(prim, dtype):
         check(prim, xb, d, params, got, eager_dim)
 
 
-@pytest.mark.parametrize("prim", [r.sum_p, r.prod_p, r.max_p, r.min_p, *CUMULATIVE], ids=str)
+@pytest.mark.parametrize("prim", [bc.sum_p, red.prod_p, red.max_p, red.min_p, *CUMULATIVE], ids=str)
 def test_gradient_through_a_rule_matches_per_example_gradients(prim):
     """grad of <w_b, batched rule> equals each example's grad of <w_i, prim> stacked: the rule
     works on concrete tracers and its output is differentiable."""
@@ -252,10 +255,10 @@ def test_gradient_through_a_rule_matches_per_example_gradients(prim):
 
         def total(x, d=d, wb=wb):
             y, _ = prim.batch([x], [d], **params)
-            return r.sum(y * wb, tuple(range(wb.ndim)))
+            return bc.sum(y * wb, tuple(range(wb.ndim)))
 
         def one(x, i, ws=ws):
-            return r.sum(bind(prim, x, **params) * ws[i], tuple(range(ws[i].ndim)))
+            return bc.sum(bind(prim, x, **params) * ws[i], tuple(range(ws[i].ndim)))
 
         got = tg.grad(total)(xb)
         want = np.stack(
@@ -271,4 +274,4 @@ def test_negative_axes_are_rejected_before_any_rule_runs():
     """Params are normalized (sorted, non-negative) by tracegrad.numpy; the primitive's shape
     rule rejects a negative axis, so a rule never sees one."""
     with pytest.raises(ValueError, match=r"sum: axis \(-1,\) does not fit .*\(2, 3\)"):
-        r.sum_p.shape(Aval((2, 3), np.float64), axis=(-1,), keepdims=False)
+        bc.sum_p.shape(Aval((2, 3), np.float64), axis=(-1,), keepdims=False)

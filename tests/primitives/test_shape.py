@@ -17,6 +17,7 @@ from tests.primitives.samples_shape import SAMPLES
 from tracegrad.core import bind
 from tracegrad.ir.types import Aval
 from tracegrad.primitives import shape as sp
+from tracegrad.primitives import slicing
 
 DTYPES = st.sampled_from([np.float32, np.float64, np.int64])
 
@@ -405,7 +406,7 @@ def test_other_shape_errors():
         (
             ValueError,
             r"pad_strided: an array of shape \(3,\) .* does not fit in shape \(4,\)",
-            lambda a: sp.pad_strided(a, (4,), (0,), (2,)),
+            lambda a: slicing.pad_strided(a, (4,), (0,), (2,)),
             [(3,)],
         ),
         (

@@ -18,7 +18,9 @@ import tracegrad as tg
 from tests.primitives.samples_shape import SAMPLES
 from tracegrad.core import bind
 from tracegrad.ir.types import aval_of
+from tracegrad.primitives import broadcasting as bc
 from tracegrad.primitives import shape as sp
+from tracegrad.primitives import slicing, views
 
 DTYPES = st.sampled_from([np.float32, np.float64])
 
@@ -148,29 +150,29 @@ def _arange(shape, dtype=np.float64):
 @pytest.mark.parametrize("dim", [0, 1, 2, 3])
 @pytest.mark.parametrize("size", [0, 1, 3])
 def test_reshape_with_the_batch_anywhere(dim, size):
-    check(sp.reshape_p, [_arange((2, 3, 4))], {"shape": (4, 1, 6)}, [dim], size)
-    check(sp.reshape_p, [_arange((2, 0, 4))], {"shape": (0, 3)}, [dim], size)
+    check(views.reshape_p, [_arange((2, 3, 4))], {"shape": (4, 1, 6)}, [dim], size)
+    check(views.reshape_p, [_arange((2, 0, 4))], {"shape": (0, 3)}, [dim], size)
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2])
 @pytest.mark.parametrize("size", [0, 2])
 def test_broadcast_to_puts_the_batch_first_and_new_axes_after_it(dim, size):
-    check(sp.broadcast_to_p, [_arange((3, 1))], {"shape": (2, 0, 3, 4)}, [dim], size)
-    check(sp.broadcast_to_p, [_arange((3, 1))], {"shape": (5, 3, 4)}, [dim], size)
-    stacked, _ = _stack(sp.broadcast_to_p, [_arange((3, 1))], [dim], size)
-    out, out_dim = sp.broadcast_to_p.batch(stacked, [dim], shape=(5, 3, 4))
+    check(bc.broadcast_to_p, [_arange((3, 1))], {"shape": (2, 0, 3, 4)}, [dim], size)
+    check(bc.broadcast_to_p, [_arange((3, 1))], {"shape": (5, 3, 4)}, [dim], size)
+    stacked, _ = _stack(bc.broadcast_to_p, [_arange((3, 1))], [dim], size)
+    out, out_dim = bc.broadcast_to_p.batch(stacked, [dim], shape=(5, 3, 4))
     assert out_dim == 0 and np.shape(out) == (size, 5, 3, 4)
 
 
 @pytest.mark.parametrize("size", [0, 1, 3])
 def test_broadcast_to_of_0d_examples(size):
-    check(sp.broadcast_to_p, [np.float32(1.5)], {"shape": (2, 3)}, [0], size)
-    check(sp.broadcast_to_p, [np.float32(1.5)], {"shape": ()}, [0], size)
+    check(bc.broadcast_to_p, [np.float32(1.5)], {"shape": (2, 3)}, [0], size)
+    check(bc.broadcast_to_p, [np.float32(1.5)], {"shape": ()}, [0], size)
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, 3])
 def test_transpose_is_one_transpose(dim):
-    graph = check(sp.transpose_p, [_arange((2, 3, 4))], {"axes": (2, 0, 1)}, [dim], 2)
+    graph = check(views.transpose_p, [_arange((2, 3, 4))], {"axes": (2, 0, 1)}, [dim], 2)
     assert [n.prim.name for n in graph.nodes if n.prim.name != "arg"] == ["transpose"]
 
 
@@ -181,16 +183,16 @@ def test_expand_dims_at_every_position(axis, rank):
         rank = max(axis) + 1 - len(axis)
     x = _arange((2, 3, 2, 2)[:rank])
     for dim in range(rank + 1):
-        check(sp.expand_dims_p, [x], {"axis": axis}, [dim], 2)
-        check(sp.expand_dims_p, [x], {"axis": axis}, [dim], 0)
+        check(views.expand_dims_p, [x], {"axis": axis}, [dim], 2)
+        check(views.expand_dims_p, [x], {"axis": axis}, [dim], 0)
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, 3, 4])
 def test_squeeze_shifts_the_batch_axis_left(dim):
     x = _arange((1, 3, 1, 1))
     for axis in [(), (0,), (2, 3), (0, 2, 3)]:
-        check(sp.squeeze_p, [x], {"axis": axis}, [dim], 2)
-        check(sp.squeeze_p, [x], {"axis": axis}, [dim], 0)
+        check(views.squeeze_p, [x], {"axis": axis}, [dim], 2)
+        check(views.squeeze_p, [x], {"axis": axis}, [dim], 0)
 
 
 @pytest.mark.parametrize(
@@ -233,7 +235,7 @@ def test_split_with_the_batch_anywhere(dim, indices):
 @pytest.mark.parametrize("dim", [0, 1, 2, 3])
 def test_flip(dim):
     for axis in [(), (0,), (2,), (0, 1, 2)]:
-        check(sp.flip_p, [_arange((2, 3, 2))], {"axis": axis}, [dim], 3)
+        check(views.flip_p, [_arange((2, 3, 2))], {"axis": axis}, [dim], 3)
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2])
@@ -270,23 +272,23 @@ def test_pad(dim, value):
 @pytest.mark.parametrize("size", [0, 1, 3])
 def test_pad_strided(dim, size):
     params = {"shape": (6, 4), "starts": (1, 0), "strides": (2, 3)}
-    check(sp.pad_strided_p, [_arange((3, 2))], params, [dim], size)
+    check(slicing.pad_strided_p, [_arange((3, 2))], params, [dim], size)
     params = {"shape": (2, 4), "starts": (2, 1), "strides": (1, 2)}
-    check(sp.pad_strided_p, [_arange((0, 2))], params, [dim], size)
+    check(slicing.pad_strided_p, [_arange((0, 2))], params, [dim], size)
 
 
 @pytest.mark.parametrize(
     "prim, args, params",
     [
-        (sp.expand_dims_p, [_arange((2, 3))], {"axis": (0, 3)}),
-        (sp.squeeze_p, [_arange((1, 3, 1))], {"axis": (0, 2)}),
+        (views.expand_dims_p, [_arange((2, 3))], {"axis": (0, 3)}),
+        (views.squeeze_p, [_arange((1, 3, 1))], {"axis": (0, 2)}),
         (sp.split_p, [_arange((4, 3))], {"indices": (1,), "axis": 1}),
-        (sp.flip_p, [_arange((2, 3))], {"axis": (1,)}),
+        (views.flip_p, [_arange((2, 3))], {"axis": (1,)}),
         (sp.repeat_p, [_arange((2, 3))], {"repeats": 2, "axis": 1}),
         (sp.tile_p, [_arange((2, 3))], {"reps": (2, 1, 2)}),
         (sp.pad_p, [_arange((2, 3))], {"pad_width": ((1, 1), (0, 2)), "constant_values": 0.0}),
         (
-            sp.pad_strided_p,
+            slicing.pad_strided_p,
             [_arange((2, 3))],
             {"shape": (4, 5), "starts": (0, 1), "strides": (2, 1)},
         ),
@@ -306,15 +308,18 @@ def test_rules_differentiate_like_the_loop():
     w = np.random.default_rng(1).standard_normal((4, 6))
 
     def batched(x):
-        t, d = sp.transpose_p.batch([x], [1], axes=(1, 0))
-        r, d = sp.reshape_p.batch([t], [d], shape=(12,))
+        t, d = views.transpose_p.batch([x], [1], axes=(1, 0))
+        r, d = views.reshape_p.batch([t], [d], shape=(12,))
         p, d = sp.pad_p.batch([r], [d], pad_width=((1, 2),), constant_values=-1.0)
         c, d = sp.concatenate_p.batch([p, np.arange(3.0)], [d, None], axis=0)
         return np.sum(np.moveaxis(c, d, 0)[:, :18] * w.reshape(1, 24)[:, :18] ** 2)
 
     def one(x):
         c = sp.concatenate(
-            [sp.pad(sp.reshape(sp.transpose(x, (1, 0)), (12,)), ((1, 2),), -1.0), np.arange(3.0)],
+            [
+                sp.pad(views.reshape(views.transpose(x, (1, 0)), (12,)), ((1, 2),), -1.0),
+                np.arange(3.0),
+            ],
             0,
         )
         return np.sum(c[:18] * w.reshape(24)[:18] ** 2)

@@ -78,7 +78,7 @@ def test_graph_freed_after_backward_and_after_create_graph_once_grad_is_reset(no
 def test_backward_releases_saved_values_unless_retained(no_gc):
     x = tg.tensor(np.ones(1000), requires_grad=True)
     y = tg.exp(x)
-    saved = weakref.ref(y.grad_fn._out)
+    saved = weakref.ref(y.grad_fn._outs[0])
     z = y.sum()
     del y
     z.backward(retain_graph=True)

@@ -87,3 +87,24 @@ def test_jvp_errors():
         tg.jvp(lambda x, y: x, (1.0, 2.0), (1.0,))
     with pytest.raises(TypeError, match="tuples or lists"):
         tg.jvp(np.sin, np.ones(3), np.ones(3))
+
+
+# Division by an integer once took `np.reciprocal` of the divisor, which is integer division:
+# every tangent through `x / 2` was zero. Oracles: the closed forms.
+@pytest.mark.parametrize("divisor", [2, np.int64(2), np.int32(2), np.array([2, 4])])
+def test_forward_mode_of_division_by_an_integer(divisor):
+    d = np.asarray(divisor, dtype=np.float64)
+    x = np.array([0.3, -1.2])
+    _, t = tg.jvp(lambda t: t / divisor, (x,), (np.ones(2),))
+    np.testing.assert_allclose(t, 1.0 / d * np.ones(2), rtol=1e-15)
+    np.testing.assert_allclose(tg.jacfwd(lambda x: x / divisor)(x), np.diag(1.0 / d * np.ones(2)))
+    hess = tg.hessian(lambda x: np.sum(x / divisor * x))(x)
+    np.testing.assert_allclose(hess, np.diag(2.0 / d * np.ones(2)), rtol=1e-15)
+
+
+def test_forward_mode_of_an_integer_divided_by_a_float():
+    _, t = tg.jvp(lambda t: 3 / t, (np.float32(0.5),), (np.float32(1.0),))
+    assert t.dtype == np.float32
+    np.testing.assert_allclose(t, -12.0, rtol=1e-6)
+    _, t = tg.jvp(lambda t: np.arange(1, 3) / t, (0.5,), (1.0,))
+    np.testing.assert_allclose(t, [-4.0, -8.0])

@@ -23,6 +23,7 @@ from tracegrad.autograd.function import FREED, GradFn
 from tracegrad.autograd.grad_mode import _enabled, no_grad
 from tracegrad.ir.graph import Node, Params
 from tracegrad.ir.primitive import Primitive
+from tracegrad.primitives.broadcasting import unbroadcast
 from tracegrad.recording import _aval, _constant_edge
 from tracegrad.tensor import Tensor, _readonly
 
@@ -137,6 +138,7 @@ def _prim_for(cls, n_outputs: int) -> Primitive:
             shape=_no_impl,
             vjp=_function_vjp,
             multiple_results=n_outputs > 1,
+            registered=False,  # named after a user's class: never looked up, never serialized
         )
         _PRIMS[key] = prim
     return prim
@@ -174,13 +176,7 @@ def _record(cls, ctx: FunctionCtx, args, output):
         Params(ctx=ctx, cls=cls, n_args=len(args), positions=tuple(tensor_args)),
         tuple(_aval(a) for a in arrays),
     )
-    fn = GradFn(
-        node,
-        tuple(nexts),
-        tuple(values),
-        tuple(arrays) if len(outs) > 1 else arrays[0],
-        [],
-    )
+    fn = GradFn(node, tuple(nexts), tuple(values), tuple(arrays), [])
     fn._pinned = True  # what backward needs lives in the ctx, released below
     fn._name = f"{cls.__name__}Backward"
     fn._on_release = ctx._release
@@ -243,8 +239,6 @@ def _function_vjp(bar, *primals, out, ctx, cls, n_args, positions):
 
 
 def _sum_to(g: Tensor, shape) -> Tensor:
-    from tracegrad.primitives.broadcasting import unbroadcast
-
     return unbroadcast(g, shape)
 
 

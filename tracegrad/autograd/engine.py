@@ -1,11 +1,11 @@
 """`backward` and `grad`: the recorded graph's backward pass, with PyTorch's semantics.
 
-Both collect the `GradFn`s reachable from the outputs into an IR graph (their nodes, in
-topological order) and run the one backward pass of `tracegrad.transforms.vjp` over it, with
-hooks that supply each node's saved values, run tensor and node hooks in PyTorch's order,
-fill `retain_grad` tensors and release saved values. Without `create_graph` the pass runs on
-arrays; with it, on tensors in grad mode, so it records a graph of its own that can be
-differentiated again.
+Both collect the `GradFn`s reachable from the outputs (their nodes, in topological order) and
+walk them in reverse, applying `tracegrad.transforms.vjp.vjp_step` (the same step the
+functional backward pass takes) to each node's saved values, around it the PyTorch parts:
+tensor and node hooks in PyTorch's order, `retain_grad` tensors, released saved values,
+anomaly checks. Without `create_graph` the pass runs on arrays; with it, on tensors in grad
+mode, so it records a graph of its own that can be differentiated again.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from tracegrad.autograd.grad_mode import (
     is_anomaly_enabled,
 )
 from tracegrad.core import bind
-from tracegrad.ir.graph import Edge, Graph, Node
+from tracegrad.ir.graph import Node
+from tracegrad.primitives.elementwise import positive_p
 from tracegrad.tensor import Tensor, _readonly
-from tracegrad.transforms.vjp import PassHooks, backward_pass, force
+from tracegrad.transforms.vjp import Cotangents, vjp_step
 
 _CYCLE_WARNING = (
     "Using backward() with create_graph=True will create a reference cycle between the parameter "
@@ -206,20 +207,14 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
     targets, captures, reached = _targets(inputs, leaves, fn_of)
     sources = {acc.node for acc in targets} | set(captures)
     runs = _runs(order, sources, set(captures) if accumulate else set())
-    graph = Graph(
-        tuple(Edge(acc.node, 0) for acc in targets),
-        tuple(root_edges),
-        tuple(fn.node for fn in order),
-        name="backward",
-    )
-    hooks = _Hooks(fn_of, runs, captures, create, retain, accumulate, inputs)
+    state = _Pass(fn_of, runs, captures, create, retain, accumulate, inputs)
     token = _enabled.set(create)
     try:
         # as PyTorch, no floating-point warnings from derivatives (sqrt's at 0 is inf)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            leaf_bars = backward_pass(graph, None, seeds, (), hooks=hooks, active=sources | runs)
+            leaf_bars = state.run(order, root_edges, seeds, sources | runs, targets)
         results = [None] * len(inputs) if inputs is not None else []
-        for pos, g in hooks.captured.items():
+        for pos, g in state.captured.items():
             results[pos] = g
         _deliver(targets, leaf_bars, results, create, accumulate)
     finally:
@@ -354,8 +349,6 @@ def _accumulate(var: Tensor, g, create: bool) -> None:
         return
     if old is None:
         if g._grad_fn is not None:
-            from tracegrad.primitives.elementwise import positive_p
-
             source = g._edge_and_fn()[1]
             g = bind(positive_p, g)  # a copy node, as PyTorch's first write
             g._grad_fn._name = "torch::autograd::CopyBackwards"
@@ -365,8 +358,9 @@ def _accumulate(var: Tensor, g, create: bool) -> None:
         var._grad = old + g
 
 
-class _Hooks(PassHooks):
-    """The shim's side of the backward pass: saved values, hooks, retained and captured grads."""
+class _Pass:
+    """One backward pass over recorded nodes: the loop, and the shim's part at each node
+    (saved values, hooks, retained and captured grads)."""
 
     def __init__(self, fn_of, runs, captures, create, retain, accumulate, inputs):
         # before(): nodes with tensor hooks, retained grads or pre-hooks, captured outputs
@@ -393,18 +387,41 @@ class _Hooks(PassHooks):
         self.inputs = inputs
         self.captured: dict[int, object] = {}
 
-    def primals(self, node: Node):
-        fn = self.fn_of[node]
-        values = fn.saved(self.create)
-        if not self.retain and fn._on_release is None:
-            fn.release()  # the rule has what it reads; the node keeps nothing, as in PyTorch
-        return values
+    def run(self, order, root_edges, seeds, active: set[Node], targets) -> list:
+        """The leaves' cotangents (one per target, None where none arrived)."""
+        bars = Cotangents()
+        for e, b in zip(root_edges, seeds):
+            if e.node in active:
+                bars.add(e, b)
+        special, post = self.special, self.post
+        for fn in reversed(order):
+            node = fn.node
+            if node not in active:
+                continue
+            bar = bars.pop(node)
+            if bar is not None and node in special:
+                bar = self.before(node, bar)
+            if bar is None:
+                continue
+            primals, out = fn.saved(self.create)
+            if not self.retain and fn._on_release is None:
+                fn.release()  # the rule has what it reads; the node keeps nothing, as PyTorch
+            needs = [e.node in active for e in node.inputs]
+            in_bars = vjp_step(node, bar, primals, out, needs)
+            if node in post:
+                in_bars = self.after(node, bar, in_bars)
+            for e, b in zip(node.inputs, in_bars):
+                if b is not None and e.node in active:  # constants take no cotangent
+                    bars.add(e, b)
+        return [bars.pop(acc.node) for acc in targets]
 
     def before(self, node: Node, bar):
+        """`node`'s output cotangent after tensor hooks, retained and captured grads and
+        node pre-hooks; None where the pass must stop at this node."""
         fn = self.fn_of[node]
-        multi = node.prim.multiple_results
+        prim = node.prim
         if fn._tensor_hooks or fn._retained or node in self.captures:
-            bars = list(bar) if multi else [bar]
+            bars = list(prim.results(bar))
             for i, b in enumerate(bars):
                 if b is None:
                     continue
@@ -420,20 +437,20 @@ class _Hooks(PassHooks):
                     _accumulate_retained(self.inputs[positions[0]], b, self.create)
                 for pos in () if self.accumulate else positions:
                     self.captured[pos] = _as_tensor(b)
-            bar = tuple(bars) if multi else bars[0]
+            bar = prim.result(bars)
         if node not in self.runs:
             return None
         if fn._pre_hooks:
-            vals = _run_prehooks(fn._pre_hooks, bar if multi else (bar,), self.create)
-            bar = tuple(vals) if multi else vals[0]
+            bar = prim.result(_run_prehooks(fn._pre_hooks, prim.results(bar), self.create))
         return bar
 
     def after(self, node: Node, bar, in_bars):
+        """The cotangents `node`'s rule returned, after its post-hooks (which may replace
+        them); releases a custom Function's ctx and checks for NaN in anomaly mode."""
         fn = self.fn_of[node]
         if fn._post_hooks:
-            in_bars = [force(b) for b in in_bars]
             grad_inputs = tuple(None if b is None else _as_tensor(b) for b in in_bars)
-            outs = bar if node.prim.multiple_results else (bar,)
+            outs = node.prim.results(bar)
             grad_outputs = tuple(None if b is None else _as_tensor(b) for b in outs)
             for hook in list(fn._post_hooks):
                 new = hook(grad_inputs, grad_outputs)
@@ -443,7 +460,6 @@ class _Hooks(PassHooks):
         if fn._on_release is not None and not self.retain:
             fn.release()
         if self.anomaly:
-            in_bars = [force(b) for b in in_bars]
             _check_nan(fn, in_bars)
         return in_bars
 

@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 
 from tracegrad.ir.graph import Node
-from tracegrad.primitives.broadcasting import shape_of
+from tracegrad.ir.types import shape_of
 
 FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -34,164 +34,18 @@ _VERSION_HINT_ANOMALY = (
     "gradient. The variable in question was changed in there or anywhere later. Good luck!"
 )
 
-# Primitives whose vjp rule reads only shapes and dtypes, never values: their nodes save
-# nothing and can run again after a backward pass, as PyTorch's AddBackward0 or ViewBackward0
-# can. A test runs each rule on zeros of the right shape and on the real values and compares.
-SAVES_NOTHING = frozenset(
-    {
-        "add",
-        "subtract",
-        "negative",
-        "positive",
-        "sum",
-        "reshape",
-        "transpose",
-        "broadcast_to",
-        "expand_dims",
-        "squeeze",
-        "slice",
-        "concatenate",
-        "split",
-        "flip",
-        "pad",
-        "pad_strided",
-        "cumsum",
-        "tile",
-        "repeat",
-        "astype",
-        "ascontiguousarray",
-    }
-)
-
-# Primitives whose vjp rule reads the output value: an in-place change of the output tensor
-# makes a later backward raise PyTorch's version error (for the others, as for PyTorch's
-# MulBackward0, changing the output is harmless). A test checks the others ignore `out`.
-READS_OUTPUT = frozenset(
-    {
-        "cbrt",
-        "clip",
-        "copysign",
-        "cumprod",
-        "divide",
-        "exp",
-        "exp2",
-        "expm1",
-        "fmax",
-        "fmin",
-        "hypot",
-        "logaddexp",
-        "logaddexp2",
-        "max",
-        "maximum",
-        "min",
-        "minimum",
-        "power",
-        "prod",
-        "reciprocal",
-        "sqrt",
-        "tan",
-        "tanh",
-    }
-)
-
-# Primitives whose vjp rule reads the values of its floating-point inputs (exp or tanh read
-# only their output; add only shapes). Only these version-stamp their float tensor inputs,
-# so changing `x` in place after `y = x.exp()` is harmless, as in PyTorch. Integer and bool
-# inputs (indices, conditions) are always read. A test checks the others ignore the values.
-READS_INPUTS = frozenset(
-    {
-        "absolute",
-        "arccos",
-        "arccosh",
-        "arcsin",
-        "arcsinh",
-        "arctan",
-        "arctan2",
-        "arctanh",
-        "clip",
-        "copysign",
-        "cos",
-        "cosh",
-        "cumprod",
-        "divide",
-        "dot",
-        "einsum",
-        "fabs",
-        "fmax",
-        "fmin",
-        "fmod",
-        "hypot",
-        "log",
-        "log10",
-        "log1p",
-        "log2",
-        "logaddexp",
-        "logaddexp2",
-        "matmul",
-        "max",
-        "maximum",
-        "min",
-        "minimum",
-        "multiply",
-        "power",
-        "prod",
-        "remainder",
-        "sin",
-        "sinh",
-        "square",
-        "tensordot",
-    }
-)
-
-# PyTorch's names for the nodes of the same operations; others are derived from the name.
-_TORCH_NAMES = {
-    "multiply": "MulBackward0",
-    "add": "AddBackward0",
-    "subtract": "SubBackward0",
-    "divide": "DivBackward0",
-    "negative": "NegBackward0",
-    "absolute": "AbsBackward0",
-    "square": "PowBackward0",
-    "sum": "SumBackward0",
-    "reshape": "ViewBackward0",
-    "transpose": "PermuteBackward0",
-    "broadcast_to": "ExpandBackward0",
-    "expand_dims": "UnsqueezeBackward0",
-    "squeeze": "SqueezeBackward0",
-    "slice": "SliceBackward0",
-    "gather": "IndexBackward0",
-    "concatenate": "CatBackward0",
-    "astype": "ToCopyBackward0",
-    "max": "MaxBackward1",
-    "min": "MinBackward1",
-    "clip": "ClampBackward1",
-    "arcsin": "AsinBackward0",
-    "arccos": "AcosBackward0",
-    "arctan": "AtanBackward0",
-    "arcsinh": "AsinhBackward0",
-    "arccosh": "AcoshBackward0",
-    "arctanh": "AtanhBackward0",
-    "arctan2": "Atan2Backward0",
-    "log1p": "Log1PBackward0",
-    "tile": "RepeatBackward0",
-    "pad": "ConstantPadNdBackward0",
-}
-
 
 def torch_name(node: Node) -> str:
-    name = node.prim.name
-    if name == "power":
-        exponent = node.inputs[1].aval
-        return "PowBackward0" if exponent.weak_type else "PowBackward1"
-    if name == "matmul":
-        nd = (node.inputs[0].aval.ndim, node.inputs[1].aval.ndim)
-        return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
-            nd, "MatmulBackward0"
-        )
-    known = _TORCH_NAMES.get(name)
-    if known is not None:
-        return known
-    return "".join(part.capitalize() for part in name.split("_")) + "Backward0"
+    """PyTorch's name for this node's backward: the primitive's `torch_name` (a function of
+    the input avals where PyTorch names by operand, `PowBackward0`/`PowBackward1`), or one
+    derived from the primitive's name (`sin` -> `SinBackward0`)."""
+    prim = node.prim
+    name = prim.torch_name
+    if name is None:
+        return "".join(part.capitalize() for part in prim.name.split("_")) + "Backward0"
+    if callable(name):
+        return name(*(e.aval for e in node.inputs))
+    return name
 
 
 _counter = itertools.count()
@@ -245,7 +99,7 @@ class GradFn(_Hooks):
         "_next",
         "_shown",
         "_values",
-        "_out",
+        "_outs",
         "_versions",
         "_state",
         "_pre_hooks",
@@ -263,18 +117,18 @@ class GradFn(_Hooks):
     # _state: SAVED (values held), NOTHING (the rule needs no values), FREED (released)
     SAVED, NOTHING, FREED = 0, 1, 2
 
-    def __init__(self, node: Node, next_functions: tuple, values, out, versions):
+    def __init__(self, node: Node, next_functions: tuple, values, outs: tuple, versions):
         self.node = node
         self._seq = next(_counter)  # creation order is topological order
         self._next = next_functions  # what the engine walks: one entry per node input
         self._shown = None  # what `next_functions` shows, when a composite sets it
-        if node.prim.name in SAVES_NOTHING:
+        if not node.prim.vjp_reads:  # the rule reads shapes and dtypes only
             self._state = GradFn.NOTHING
-            self._values = self._out = self._versions = None
+            self._values = self._outs = self._versions = None
         else:
             self._state = GradFn.SAVED
             self._values = values
-            self._out = out
+            self._outs = outs  # one value per output
             self._versions = versions
         self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = None
         self._name = None
@@ -288,15 +142,16 @@ class GradFn(_Hooks):
     @property
     def next_functions(self) -> tuple:
         """The producers of this node's inputs, as PyTorch lists them: a condition (bool) and
-        a Python-number exponent are not inputs there; composites show their own inputs."""
+        an input PyTorch takes as a Python number (the primitive's `torch_scalar_inputs`) are
+        not inputs there; composites show their own inputs."""
         if self._shown is not None:
             return self._shown
         node = self.node
-        pow_scalar = node.prim.name == "power" and node.inputs[1].aval.weak_type
+        scalars = node.prim.torch_scalar_inputs
         return tuple(
             nxt
             for i, (nxt, e) in enumerate(zip(self._next, node.inputs))
-            if e.aval.dtype.kind != "b" and not (pow_scalar and i == 1)
+            if e.aval.dtype.kind != "b" and not (i in scalars and e.aval.weak_type)
         )
 
     @property
@@ -315,7 +170,7 @@ class GradFn(_Hooks):
         # pinned: a composite whose PyTorch node saves only sizes (mean divides by a count)
         if self._state == GradFn.SAVED and not self._pinned:
             self._state = GradFn.FREED
-            self._values = self._out = self._versions = None
+            self._values = self._outs = self._versions = None
 
     def saved(self, as_tensors: bool) -> tuple[list, object]:
         """The inputs and output(s) the vjp rule reads: arrays, or tensors to record through
@@ -324,9 +179,7 @@ class GradFn(_Hooks):
         node = self.node
         if state == GradFn.NOTHING:
             ins = [_stand_in(e.aval) for e in node.inputs]
-            if node.prim.multiple_results:
-                return ins, tuple(_stand_in(a) for a in node.out_avals)
-            return ins, _stand_in(node.out_avals[0])
+            return ins, node.prim.result([_stand_in(a) for a in node.out_avals])
         if state == GradFn.FREED:
             raise RuntimeError(FREED)
         for cell, version, owner in self._versions:
@@ -338,7 +191,7 @@ class GradFn(_Hooks):
                     owner = (t._grad_fn, t._index) if t is not None and t._grad_fn else None
                 raise RuntimeError(_version_message(cell, version, owner))
         if not as_tensors:
-            return self._values, self._out
+            return self._values, node.prim.result(self._outs)
         from tracegrad.tensor import Tensor  # the tensor module sits above this one
 
         # inputs as tensors linked into the graph: a handle on the producer's output, the leaf
@@ -351,11 +204,8 @@ class GradFn(_Hooks):
                 ins.append(nxt.variable)
             else:
                 ins.append(value)
-        if node.prim.multiple_results:
-            out = tuple(Tensor._wrap(v, self, i) for i, v in enumerate(self._out))
-        else:
-            out = Tensor._wrap(self._out, self, 0)
-        return ins, out
+        outs = [Tensor._wrap(v, self, i) for i, v in enumerate(self._outs)]
+        return ins, node.prim.result(outs)
 
     def __getattr__(self, name: str):
         # PyTorch's `grad_fn._saved_self` / `_saved_other` / `_saved_result`

@@ -10,6 +10,7 @@ a chain of 10^6 nodes must not hit Python's recursion limit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import attrs
@@ -71,26 +72,38 @@ class Node:
 
     @property
     def outputs(self) -> tuple[Edge, ...]:
+        # built on demand: a node holding its own edges would be a reference cycle, and graphs
+        # must be freed by reference counting alone (the PyTorch-style tensors rely on it)
         return tuple(Edge(self, i) for i in range(len(self.out_avals)))
 
     def __repr__(self) -> str:  # shallow: never walks the inputs
         return f"Node({self.prim.name}, #{id(self):x})"
 
 
-@attrs.frozen(repr=False, hash=False)
-class Edge:
-    node: Node
-    index: int = 0
+class Edge(tuple):
+    """`(node, index)`: output `index` of `node` (PyTorch's `Edge(function, input_nr)`).
 
-    def __hash__(self) -> int:  # nodes hash by identity; cheaper than attrs' generic hash
-        return hash(self.node) + self.index
+    A tuple, so that hashing and comparing edges, which key many tables, run in C; two edges
+    are equal when they name the same output of the same node.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, node: Node, index: int = 0):
+        return tuple.__new__(cls, (node, index))
+
+    node: Node = property(itemgetter(0))  # type: ignore[assignment]
+    index: int = property(itemgetter(1))  # type: ignore[assignment]
 
     @property
     def aval(self) -> Aval:
-        return self.node.out_avals[self.index]
+        return self[0].out_avals[self[1]]
+
+    def __getnewargs__(self):
+        return tuple(self)
 
     def __repr__(self) -> str:
-        return f"Edge({self.node!r}, {self.index})"
+        return f"Edge({self[0]!r}, {self[1]})"
 
 
 def _arg_impl(*args, **params):

@@ -1,36 +1,230 @@
-"""`Primitive`: one operation with every rule that tracegrad knows about it.
+"""`Primitive`: one operation with every rule and every fact tracegrad knows about it.
 
-Rules live on the primitive (as in JAX), so one block in `tracegrad/primitives/` says all there
-is to say about an operation: how it runs (`impl`), what it returns (`shape`), how it
-differentiates (`jvp`, `vjp`), how it batches (`batch`) and how the code generator writes it
-(`emit`). Calling a primitive binds it to its arguments through `tracegrad.core.bind`.
+Rules and facts live on the primitive (as in JAX), so one block says all there is to say
+about an operation: how it runs (`impl`), what it returns (`shape`), how it differentiates
+(`jvp`, `vjp`), how it batches (`batch`), how the code generator writes it (`emit`), and what
+the passes may assume (what its vjp reads, its output's memory layout, algebraic properties,
+its PyTorch node name). Passes derive their tables from these fields; nothing is keyed by a
+primitive's name elsewhere. `tracegrad.extend` exports this class: the built-in primitives
+are defined exactly as a user's are.
+
+The rule protocol (DESIGN.md §2; arrays positional, params keyword-only):
+
+- `impl(*arrays, **params)`: the output, computed with NumPy (a tuple of outputs if
+  `multiple_results`).
+- `shape(*avals, **params)`: the output `Aval` (a tuple of them if `multiple_results`).
+- `jvp(primals, tangents, *, out, **params)`: the output tangent, None for zero; a tangent
+  in `tangents` is None for a symbolic zero.
+- `vjp(cotangent, *primals, out, **params)`: a tuple with one cotangent per input, None
+  for none.
+- `batch(args, dims, **params)`: `(out, out_dim)`; `dims[i]` is the batch axis of `args[i]`
+  or None.
+- `emit(*names, **params)`: a Python expression written with NumPy's names,
+  `"np.hypot(a, b)"`; without one, the code generator calls `impl`.
+
+`vjp` may instead be a tuple with one rule per input, each `(cotangent, *primals, out,
+**params) -> cotangent or None` (HIPS autograd's `defvjp`), or `per_input(rule_of)` where
+`rule_of(i)` is input i's rule (autograd's `defvjp_argnum`, for primitives with any number
+of inputs): the backward pass then computes only the cotangents it needs (`X @ W` with a
+constant `X` never computes `X`'s). A rule that
+needs the primitive itself (an elementwise batching rule binds it again) is given as
+`rule_for(factory)`; `factory(primitive)` makes the rule once the primitive exists.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import attrs
 
+from tracegrad.ir.layout import Layout
+
+#: what a vjp rule may read besides shapes and dtypes (`Primitive.vjp_reads`)
+READS_NOTHING: frozenset = frozenset()
+READS_INPUTS = frozenset({"inputs"})  # every input value (integer and bool ones too)
+READS_INDICES = frozenset({"indices"})  # only the integer and bool inputs (indices, conditions)
+READS_OUTPUT = frozenset({"output"})
+READS_ALL = frozenset({"inputs", "output"})
+_READ_KINDS = frozenset({"inputs", "indices", "output"})
+
+_REGISTRY: weakref.WeakValueDictionary[str, Primitive] = weakref.WeakValueDictionary()
+
+
+def lookup(name: str) -> Primitive | None:
+    """The primitive named `name`, while one is defined (built-in or a user's)."""
+    return _REGISTRY.get(name)
+
+
+@attrs.frozen
+class RuleFor:
+    """A rule made once its primitive exists: `factory(primitive) -> rule`. The factory should
+    hold the primitive weakly (`weakref.ref`): a primitive must not keep itself alive."""
+
+    factory: Callable
+
+
+def rule_for(factory: Callable) -> RuleFor:
+    """Give a rule that needs its own primitive: `batch=rule_for(lambda p: ...)`."""
+    return RuleFor(factory)
+
+
+@attrs.frozen
+class PerInput:
+    """A vjp given input by input: `rule_of(i)` is the rule of input i (or None)."""
+
+    rule_of: Callable
+
+
+def per_input(rule_of: Callable) -> PerInput:
+    """`vjp=per_input(rule_of)`: input i's cotangent is `rule_of(i)(cotangent, *primals, out,
+    **params)`, computed only when input i needs one. `rule_of` should be cheap (cached)."""
+    return PerInput(rule_of)
+
+
+_RULES = ("jvp", "vjp", "batch", "emit")
+
 
 @attrs.frozen(eq=False, repr=False)
 class Primitive:
+    """An operation: a name, its rules and its facts. See the module docstring for the rules.
+
+    Facts (each optional, with a safe default):
+      multiple_results: `impl` returns a tuple and every rule takes and returns tuples.
+      differentiable: False for operations whose outputs carry no derivative (comparisons,
+        floor, argmax): their derivative is zero by construction, not an omission.
+      vjp_reads: what the vjp rule reads besides shapes and dtypes, a subset of {"inputs"
+        (every input's value), "indices" (only the integer and bool inputs: index arrays,
+        conditions), "output"}. The PyTorch-style tensors save exactly that (a node reading
+        nothing can run again after its graph was released, as PyTorch's AddBackward0) and
+        version-stamp it, so changing a value no rule reads is harmless. Default: all.
+      bilinear: linear in each input separately (multiply, matmul): the cotangent of one
+        input reads only the others.
+      commutative: two inputs that may be swapped (add, multiply): CSE shares `a+b`, `b+a`.
+      layout: how the output sits in memory (`tracegrad.ir.layout.Layout`).
+      view_of: the input a view layout refers to (default 0 for views).
+      operator: the Python operator that gives the same bits on 0-d NumPy values ("+"); the
+        code generator writes it there (a tenth of a ufunc call's cost).
+      torch_name: PyTorch's name for this node's backward (`"MulBackward0"`), or a function
+        of the input avals giving it (`PowBackward0` / `PowBackward1`); derived from the name
+        by default.
+      torch_scalar_inputs: inputs PyTorch takes as a Python number when they are one
+        (`x ** 2`'s exponent): such an input is not among `grad_fn.next_functions`.
+      registered: False for an anonymous primitive that is never looked up by name (the node
+        of a custom `autograd.Function`); otherwise the name must be new.
+    """
+
     name: str
     impl: Callable
     shape: Callable
     jvp: Callable | None = None
-    vjp: Callable | None = None
+    vjp: Callable | tuple | None = None
     batch: Callable | None = None
     emit: Callable | None = None
     multiple_results: bool = False
-    # Index of the input whose buffer the output may share (reshape, transpose, basic
-    # indexing): the memory analysis counts no bytes for it and keeps the base alive.
-    view_of: int | None = None
-    # False for operations whose outputs carry no derivative (comparisons, floor, argmax):
-    # their vjp is "no gradient" by construction, not an omission.
     differentiable: bool = True
+    vjp_reads: frozenset = attrs.field(default=READS_ALL, converter=frozenset)
+    bilinear: bool = False
+    commutative: bool = False
+    layout: Layout = Layout.UNKNOWN
+    view_of: int | None = None
+    operator: str | None = None
+    torch_name: str | Callable | None = None
+    torch_scalar_inputs: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    registered: bool = True
+    #: `input_vjp(i)`: input i's own vjp rule, when `vjp` was given input by input (derived)
+    input_vjp: Callable | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or not self.name.isprintable():
+            raise ValueError(f"Primitive: the name must be a non-empty string, got {self.name!r}")
+        for rule in ("impl", "shape"):
+            if not callable(getattr(self, rule)):
+                raise TypeError(f"Primitive {self.name!r}: {rule} must be a function")
+        for rule in _RULES:
+            value = getattr(self, rule)
+            if isinstance(value, RuleFor):
+                value = value.factory(self)
+                object.__setattr__(self, rule, value)
+            if rule == "vjp" and isinstance(value, tuple | list | PerInput):
+                continue
+            if value is not None and not callable(value):
+                raise TypeError(
+                    f"Primitive {self.name!r}: {rule} must be a function or None, got "
+                    f"{type(value).__name__}"
+                )
+        if isinstance(self.vjp, tuple | list):
+            parts = tuple(self.vjp)
+            if not all(p is None or callable(p) for p in parts):
+                raise TypeError(
+                    f"Primitive {self.name!r}: a tuple vjp holds one rule (or None) per input"
+                )
+            object.__setattr__(self, "input_vjp", parts.__getitem__)
+            object.__setattr__(self, "vjp", _joined(parts.__getitem__))
+        elif isinstance(self.vjp, PerInput):
+            object.__setattr__(self, "input_vjp", self.vjp.rule_of)
+            object.__setattr__(self, "vjp", _joined(self.vjp.rule_of))
+        elif self.vjp is not None and not callable(self.vjp):
+            raise TypeError(
+                f"Primitive {self.name!r}: vjp must be a function, a tuple of one function per "
+                f"input, or None; got {type(self.vjp).__name__}"
+            )
+        unknown = self.vjp_reads - _READ_KINDS
+        if unknown:
+            raise ValueError(
+                f"Primitive {self.name!r}: vjp_reads may hold 'inputs', 'indices' and 'output', "
+                f"not {sorted(unknown)}"
+            )
+        if not isinstance(self.layout, Layout):
+            raise TypeError(f"Primitive {self.name!r}: layout must be a tracegrad Layout")
+        if self.layout.view and self.view_of is None:
+            object.__setattr__(self, "view_of", 0)
+        elif self.view_of is not None and not self.layout.view:
+            raise ValueError(
+                f"Primitive {self.name!r}: view_of={self.view_of} needs a view layout "
+                f"(VIEW, PERMUTED, RESHAPED or SAME), not {self.layout.name}"
+            )
+        if self.registered:
+            taken = _REGISTRY.get(self.name)
+            if taken is not None:
+                raise ValueError(
+                    f"Primitive: the name {self.name!r} is taken by another primitive; names "
+                    "identify primitives in printed and serialized graphs, so pick a new one "
+                    "(or drop every reference to the old primitive first)"
+                )
+            _REGISTRY[self.name] = self
+
+    def bind(self, *args, **params):
+        """Apply this primitive: on arrays it runs `impl`; inside a transformation it records
+        a node (tracegrad.core.bind)."""
+        # core sits above the IR (DESIGN.md §7): bind is looked up when first called
+        from tracegrad.core import bind
+
+        return bind(self, *args, **params)
+
+    def results(self, value) -> tuple:
+        """What `impl` (or `jvp`) returned, as one entry per output: the one code path for
+        primitives with one output and with several."""
+        return value if self.multiple_results else (value,)
+
+    def result(self, values):
+        """One entry per output, as the rules take them (`out`, a cotangent): the entry
+        itself, or a tuple for a primitive with several outputs."""
+        return tuple(values) if self.multiple_results else values[0]
 
     def __repr__(self) -> str:
         return self.name
 
     __str__ = __repr__
+
+
+def _joined(rule_of: Callable) -> Callable:
+    """The tuple-returning vjp of per-input rules: every cotangent computed."""
+
+    def vjp(cotangent, *primals, out, **params):
+        rules = [rule_of(i) for i in range(len(primals))]
+        return tuple(
+            None if rule is None else rule(cotangent, *primals, out=out, **params) for rule in rules
+        )
+
+    return vjp

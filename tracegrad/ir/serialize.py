@@ -22,6 +22,7 @@ import optree
 
 from tracegrad import tree
 from tracegrad.ir.graph import Edge, Graph, Node, Params, arg_node, arg_p, const_node, const_p
+from tracegrad.ir.primitive import lookup
 from tracegrad.ir.types import Aval
 from tracegrad.ir.verify import check_shape_rule
 
@@ -377,17 +378,16 @@ def _keys(obj: dict, required: frozenset, what: str, optional: frozenset = froze
 
 
 def _decode_graph(doc, depth: int) -> Graph:
-    from tracegrad.primitives import BY_NAME  # reaches upward to the table (DESIGN.md §7)
-
-    return _Decoder(BY_NAME).graph(doc, depth)
+    return _Decoder().graph(doc, depth)
 
 
 class _Decoder:
     """One `loads` call. Avals repeat, so each distinct raw aval is validated once and its
-    `Aval` shared; the cache key keeps JSON types apart (`[1]` is not `[true]`)."""
+    `Aval` shared; the cache key keeps JSON types apart (`[1]` is not `[true]`). Primitives
+    are found by name among those defined now (`tracegrad.ir.primitive.lookup`: the built-in
+    ones, and a user's while it exists)."""
 
-    def __init__(self, prims):
-        self.prims = prims
+    def __init__(self):
         self.avals: dict[tuple, Aval] = {}
 
     def aval(self, raw, what) -> Aval:
@@ -462,9 +462,12 @@ class _Decoder:
         elif name == "arg":
             _fail(f'{where}: `arg` values are graph inputs (the "inputs" list), not nodes')
         else:
-            prim = self.prims.get(name)
-            if prim is None:
-                _fail(f"{where}: unknown primitive {name!r:.40}")
+            prim = lookup(name)
+            if prim is None or not prim.registered:
+                _fail(
+                    f"{where}: unknown primitive {name!r:.40}: no primitive of that name is "
+                    "defined now (a user's primitive must be defined before its graphs load)"
+                )
         if not listed and prim is not const_p:
             _fail(f"{where}: only constants may be unlisted")
         raw_inputs = entry["inputs"]

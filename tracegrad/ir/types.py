@@ -91,3 +91,37 @@ def aval_of(x) -> Aval:
         f"tracegrad: expected an array or a Python scalar, got {type(x).__name__}; "
         "wrap lists with np.asarray or tracegrad.numpy.array"
     )
+
+
+def shape_of(x) -> tuple[int, ...]:
+    """Shape of an array, NumPy scalar, Python scalar or tracer, without NumPy dispatch."""
+    s = getattr(x, "shape", None)
+    if s is None:
+        return ()
+    return s if type(s) is tuple else tuple(s)
+
+
+_PY_DTYPES = {
+    bool: np.dtype(np.bool_),
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float64),
+    complex: np.dtype(np.complex128),
+}
+
+
+def dtype_of(x) -> np.dtype:
+    """Dtype of an array, NumPy scalar, tracer or Python scalar (NumPy's default for it)."""
+    d = getattr(x, "dtype", None)
+    if d is not None:
+        return d if isinstance(d, np.dtype) else np.dtype(d)
+    found = _PY_DTYPES.get(type(x))
+    return found if found is not None else np.asarray(x).dtype
+
+
+def carries_derivative(x) -> bool:
+    """Whether a value of this kind takes a tangent or cotangent: floats and complex only.
+    (`is_float(dtype_of(x))` without building a dtype: rules ask it on every call.)"""
+    d = getattr(x, "dtype", None)
+    if d is not None:
+        return d.kind in "fc"
+    return isinstance(x, float | complex)

@@ -15,9 +15,9 @@ import numpy as np
 from tracegrad.core import Boxed, Tracer
 from tracegrad.errors import ConcretizationError, user_frame_location
 from tracegrad.numpy._common import asarray_or_tracer, ndim_of, shape_of
+from tracegrad.primitives import broadcasting, slicing, views
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import indexing as ix
-from tracegrad.primitives import reduction
 from tracegrad.primitives import shape as sp
 
 __all__ = ["getitem", "take", "take_along_axis", "diagonal", "trace", "tril", "triu"]
@@ -138,7 +138,7 @@ def parse_index(x_shape, index):
             items.append(i % d)
             axis += 1
         elif kind == "slice":
-            canon, _ = ix.canonical_slice(*r[1].indices(x_shape[axis]))
+            canon, _ = slicing.canonical_slice(*r[1].indices(x_shape[axis]))
             items.append(("slice",) + canon)
             axis += 1
         elif kind == "array":
@@ -199,9 +199,9 @@ def _basic(x, x_shape, items):
     out_shape.extend(rest)
     sliced = tuple(len(range(*b)) for b in bounds)
     if any(b != (0, d, 1) for b, d in zip(bounds, x_shape)):
-        x = ix.slice_static(x, *zip(*bounds)) if bounds else x
+        x = slicing.slice_static(x, *zip(*bounds)) if bounds else x
     if tuple(out_shape) != sliced:
-        x = sp.reshape(x, out_shape)
+        x = views.reshape(x, out_shape)
     return x
 
 
@@ -224,7 +224,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     a = asarray_or_tracer(a)
     indices = _index_array(indices)
     if axis is None:
-        a = sp.reshape(a, (int(np.prod(shape_of(a))),))
+        a = views.reshape(a, (int(np.prod(shape_of(a))),))
         axis = 0
     n = ndim_of(a)
     if not -n <= axis < n:
@@ -250,7 +250,7 @@ def take_along_axis(arr, indices, axis=-1):
                 "take_along_axis: when axis=None, `indices` must have a single "
                 f"dimension, got shape {shape_of(indices)}"
             )
-        arr = sp.reshape(arr, (int(np.prod(shape_of(arr))),))
+        arr = views.reshape(arr, (int(np.prod(shape_of(arr))),))
         axis = 0
     shape = shape_of(arr)
     n = len(shape)
@@ -293,7 +293,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     rest = [i for i in range(n) if i not in (axis1, axis2)]
     perm = tuple(rest) + (axis1, axis2)
     if perm != tuple(range(n)):
-        a = sp.transpose(a, perm)
+        a = views.transpose(a, perm)
     d1, d2 = shape[axis1], shape[axis2]
     r0, c0 = max(-offset, 0), max(offset, 0)
     size = max(0, min(d1 - r0, d2 - c0))
@@ -307,7 +307,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     if dtype is not None or out is not None:
         raise NotImplementedError("tracegrad.numpy.trace: dtype= and out= are not supported")
     d = diagonal(a, offset, axis1, axis2)
-    return reduction.sum(d, (ndim_of(d) - 1,))
+    return broadcasting.sum(d, (ndim_of(d) - 1,))
 
 
 def tril(m, k=0):

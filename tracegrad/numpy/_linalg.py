@@ -14,8 +14,8 @@ import numpy as np
 
 from tracegrad.core import Boxed, bind
 from tracegrad.numpy._common import asarray_or_tracer, shape_of
-from tracegrad.primitives import elementwise, linalg
-from tracegrad.primitives import shape as sp
+from tracegrad.primitives import einsum as es
+from tracegrad.primitives import elementwise, products, views
 
 __all__ = ["matmul", "dot", "tensordot", "einsum", "inner", "outer", "vdot", "kron", "cross"]
 
@@ -38,18 +38,18 @@ def _no_extras(fname: str, **kwargs):
 def matmul(x1, x2, /, out=None, *, dtype=None):
     """`np.matmul` (`x1 @ x2`)."""
     _no_extras("matmul", out=out, dtype=dtype)
-    return linalg.matmul(asarray_or_tracer(x1), asarray_or_tracer(x2))
+    return products.matmul(asarray_or_tracer(x1), asarray_or_tracer(x2))
 
 
 def dot(a, b, out=None):
     """`np.dot`."""
     _no_extras("dot", out=out)
-    return linalg.dot(asarray_or_tracer(a), asarray_or_tracer(b))
+    return products.dot(asarray_or_tracer(a), asarray_or_tracer(b))
 
 
 def tensordot(a, b, axes=2):
     """`np.tensordot`; `axes` is an int or a pair of axes (ints or sequences)."""
-    return linalg.tensordot(asarray_or_tracer(a), asarray_or_tracer(b), axes)
+    return products.tensordot(asarray_or_tracer(a), asarray_or_tracer(b), axes)
 
 
 def _sublist_subscripts(args):
@@ -61,7 +61,7 @@ def _sublist_subscripts(args):
             if s is Ellipsis:
                 out.append("...")
             elif isinstance(s, int | np.integer) and 0 <= int(s) < 52:
-                out.append(linalg._LETTERS[int(s)])
+                out.append(es._LETTERS[int(s)])
             else:
                 raise ValueError(
                     f"einsum: subscript {s!r} in a sublist must be an int in [0, 52) or Ellipsis"
@@ -100,7 +100,7 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
         subscripts, ops = operands[0], list(operands[1:])
     else:
         subscripts, ops = _sublist_subscripts(operands)
-    return linalg.einsum(subscripts, *(asarray_or_tracer(x) for x in ops))
+    return es.einsum(subscripts, *(asarray_or_tracer(x) for x in ops))
 
 
 def inner(a, b, /):
@@ -119,16 +119,16 @@ def inner(a, b, /):
         a = a if a.dtype == common else elementwise.astype(a, common)
         b = b if b.dtype == common else elementwise.astype(b, common)
         n = len(sb)
-        b = sp.transpose(b, tuple(range(n - 2)) + (n - 1, n - 2))
-    return linalg.dot(a, b)
+        b = views.transpose(b, tuple(range(n - 2)) + (n - 1, n - 2))
+    return products.dot(a, b)
 
 
 def outer(a, b, out=None):
     """`np.outer`: `a.ravel()[:, None] * b.ravel()[None, :]`."""
     _no_extras("outer", out=out)
     a, b = _strong(a), _strong(b)
-    a = sp.reshape(a, (math.prod(shape_of(a)), 1))
-    b = sp.reshape(b, (1, math.prod(shape_of(b))))
+    a = views.reshape(a, (math.prod(shape_of(a)), 1))
+    b = views.reshape(b, (1, math.prod(shape_of(b))))
     return _multiply(a, b)
 
 
@@ -144,7 +144,7 @@ def vdot(a, b, /):
     for x in (a, b):
         if np.dtype(x.dtype).kind == "c":
             raise NotImplementedError("tracegrad.numpy.vdot: complex operands are not supported")
-    return linalg.dot(_flat(a), _flat(b))
+    return products.dot(_flat(a), _flat(b))
 
 
 def _multiply(a, b):
@@ -152,7 +152,7 @@ def _multiply(a, b):
 
 
 def _flat(x):
-    return sp.reshape(x, (math.prod(shape_of(x)),))
+    return views.reshape(x, (math.prod(shape_of(x)),))
 
 
 def kron(a, b):
@@ -161,7 +161,7 @@ def kron(a, b):
     a = _strong(a)
     na, nb = len(shape_of(a)), len(shape_of(b))
     if na < nb:  # np.array(a, ndmin=b.ndim)
-        a = sp.reshape(a, (1,) * (nb - na) + shape_of(a))
+        a = views.reshape(a, (1,) * (nb - na) + shape_of(a))
         na = nb
     if na == 0 or nb == 0:
         return _multiply(a, b)
@@ -169,9 +169,9 @@ def kron(a, b):
     as_ = (1,) * (nd - na) + shape_of(a)
     bs = (1,) * (nd - nb) + shape_of(b)
     # interleave: a's axes at even positions, b's at odd ones
-    a_arr = sp.reshape(a, tuple(d for s in as_ for d in (s, 1)))
-    b_arr = sp.reshape(b, tuple(d for s in bs for d in (1, s)))
-    return sp.reshape(_multiply(a_arr, b_arr), tuple(x * y for x, y in zip(as_, bs)))
+    a_arr = views.reshape(a, tuple(d for s in as_ for d in (s, 1)))
+    b_arr = views.reshape(b, tuple(d for s in bs for d in (1, s)))
+    return views.reshape(_multiply(a_arr, b_arr), tuple(x * y for x, y in zip(as_, bs)))
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):

@@ -17,9 +17,8 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from tracegrad.core import Boxed, Tracer, bind
 from tracegrad.numpy._common import axes, ndim_of, shape_of
+from tracegrad.primitives import broadcasting, reduction, views
 from tracegrad.primitives import elementwise as ew
-from tracegrad.primitives import reduction
-from tracegrad.primitives import shape as sp
 
 __all__ = [
     "sum",
@@ -128,7 +127,7 @@ def sum(
 ):
     _reject("sum", out=out is not None, initial=initial is not _NoValue, where=where is not True)
     a = _asarray(a)
-    return _reduce_as(reduction.sum, a, _normalized("sum", a, axis), _keepdims(keepdims), dtype)
+    return _reduce_as(broadcasting.sum, a, _normalized("sum", a, axis), _keepdims(keepdims), dtype)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
@@ -176,7 +175,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         elif arr.dtype == np.float16:
             dtype = np.dtype(np.float32)
             is_float16_result = True
-    ret = _divide_count(_reduce_as(reduction.sum, arr, axis, _keepdims(keepdims), dtype), n)
+    ret = _divide_count(_reduce_as(broadcasting.sum, arr, axis, _keepdims(keepdims), dtype), n)
     return _astype(ret, arr.dtype) if is_float16_result else ret
 
 
@@ -233,11 +232,11 @@ def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     if mean is not _NoValue:
         arrmean = _asarray(mean)
     else:
-        arrmean = _divide_count(_reduce_as(reduction.sum, arr, axis, True, dtype), n)
+        arrmean = _divide_count(_reduce_as(broadcasting.sum, arr, axis, True, dtype), n)
     deviation = bind(ew.subtract_p, arr, arrmean)
     # NumPy squares real deviations; for bools it computes x * conj(x), the same bits
     squares = bind(ew.square_p, deviation)
-    ret = _reduce_as(reduction.sum, squares, axis, _keepdims(keepdims), dtype)
+    ret = _reduce_as(broadcasting.sum, squares, axis, _keepdims(keepdims), dtype)
     dof = n - ddof
     return _divide_count(ret, dof if dof > 0 else 0)  # NumPy: maximum(count - ddof, 0)
 
@@ -298,25 +297,25 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
                 )
             order = tuple(int(i) for i in np.argsort(axis))
             if order != tuple(range(len(order))):
-                wgt = sp.transpose(wgt, order)
-            wgt = sp.reshape(wgt, tuple(s if ax in axis else 1 for ax, s in enumerate(shape)))
+                wgt = views.transpose(wgt, order)
+            wgt = views.reshape(wgt, tuple(s if ax in axis else 1 for ax, s in enumerate(shape)))
         a_dtype, w_dtype = np.dtype(a.dtype), np.dtype(wgt.dtype)
         if a_dtype.kind in "biu":
             result_dtype = np.result_type(a_dtype, w_dtype, "f8")
         else:
             result_dtype = np.result_type(a_dtype, w_dtype)
         sum_axis = axes(axis, nd, "average")
-        scl = _reduce_as(reduction.sum, wgt, sum_axis, keep, result_dtype)
+        scl = _reduce_as(broadcasting.sum, wgt, sum_axis, keep, result_dtype)
         scl_value = _concrete(scl)
         if scl_value is not None and np.any(np.asarray(scl_value) == 0.0):
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
         weighted = bind(ew.multiply_p, _astype(a, result_dtype), _astype(wgt, result_dtype))
-        avg = bind(ew.divide_p, reduction.sum(weighted, sum_axis, keep), scl)
+        avg = bind(ew.divide_p, broadcasting.sum(weighted, sum_axis, keep), scl)
         avg_shape = shape_of(avg)
     if not returned:
         return avg
     if shape_of(scl) != avg_shape:
-        scl = sp.broadcast_to(scl, avg_shape)
+        scl = broadcasting.broadcast_to(scl, avg_shape)
         if not isinstance(scl, Boxed):
             scl = scl.copy()
     return avg, scl
@@ -335,7 +334,7 @@ def _one_axis(fname, a, axis):
         return a, axes(axis, nd, fname), False
     if axis is not None:
         axes(axis, 1, fname)  # a 0-d array takes the axes of its raveled form (0 and -1)
-    return sp.reshape(a, (math.prod(shape_of(a)),)), (0,), True
+    return views.reshape(a, (math.prod(shape_of(a)),)), (0,), True
 
 
 def _arg(fname, reduce):
@@ -347,7 +346,7 @@ def _arg(fname, reduce):
         if not flattened:
             return reduce(x, axis, keepdims)
         r = reduce(x, axis, False)
-        return sp.reshape(r, (1,) * ndim_of(a)) if keepdims else r
+        return views.reshape(r, (1,) * ndim_of(a)) if keepdims else r
 
     f.__name__ = f.__qualname__ = fname
     f.__doc__ = f"`numpy.{fname}`: int64 indices, not differentiable."

@@ -15,8 +15,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from tracegrad.core import Boxed
 from tracegrad.numpy._common import asarray_or_tracer, ndim_of, shape_of
+from tracegrad.primitives import broadcasting, slicing, views
 from tracegrad.primitives import elementwise as ew
-from tracegrad.primitives import indexing
 from tracegrad.primitives import shape as sp
 
 # fmt: off
@@ -83,7 +83,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
                 "the same number of elements"
             )
         shape = tuple(total // known if d == -1 else d for d in shape)
-    return sp.reshape(a, shape)
+    return views.reshape(a, shape)
 
 
 def transpose(a, axes=None):
@@ -99,7 +99,7 @@ def transpose(a, axes=None):
                 f"a permutation of its {n} axes"
             )
         axes = _axis_tuple(axes, n, "transpose")
-    return sp.transpose(a, axes)
+    return views.transpose(a, axes)
 
 
 def permute_dims(a, axes=None):
@@ -118,7 +118,7 @@ def swapaxes(a, axis1, axis2):
     axis1, axis2 = _axis(axis1, n, "swapaxes"), _axis(axis2, n, "swapaxes")
     perm = list(range(n))
     perm[axis1], perm[axis2] = axis2, axis1
-    return sp.transpose(a, perm)
+    return views.transpose(a, perm)
 
 
 def moveaxis(a, source, destination):
@@ -134,7 +134,7 @@ def moveaxis(a, source, destination):
     order = [k for k in range(n) if k not in source]
     for dest, src in sorted(zip(destination, source)):
         order.insert(dest, src)
-    return sp.transpose(a, order)
+    return views.transpose(a, order)
 
 
 def rollaxis(a, axis, start=0):
@@ -154,20 +154,18 @@ def rollaxis(a, axis, start=0):
     order = list(range(n))
     order.remove(axis)
     order.insert(start, axis)
-    return sp.transpose(a, order)
+    return views.transpose(a, order)
 
 
 def broadcast_to(array, shape, subok=False):
     shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    return sp.broadcast_to(asarray_or_tracer(array), shape)
+    return broadcasting.broadcast_to(asarray_or_tracer(array), shape)
 
 
 def broadcast_arrays(*args, subok=False):
-    from tracegrad.primitives.broadcasting import broadcast_shapes
-
     args = [_array(a) for a in args]
-    target = broadcast_shapes("broadcast_arrays", *(shape_of(a) for a in args))
-    return tuple(a if shape_of(a) == target else sp.broadcast_to(a, target) for a in args)
+    target = broadcasting.broadcast_shapes("broadcast_arrays", *(shape_of(a) for a in args))
+    return tuple(a if shape_of(a) == target else broadcasting.broadcast_to(a, target) for a in args)
 
 
 def shape(a):
@@ -192,7 +190,7 @@ def ravel(a, order="C"):
     a = _array(a)
     # np.ravel copies a non-contiguous input into C order (a reshape may keep a strided view);
     # the layout decides the summation order of later reductions, so the bits
-    flat = sp.reshape(a, (math.prod(shape_of(a)),))
+    flat = views.reshape(a, (math.prod(shape_of(a)),))
     return sp.ascontiguousarray(flat)
 
 
@@ -202,7 +200,7 @@ def ravel(a, order="C"):
 def expand_dims(a, axis):
     a = _array(a)
     axis = axis if isinstance(axis, tuple | list) else (axis,)
-    return sp.expand_dims(a, sorted(_axis_tuple(axis, ndim_of(a) + len(axis), "expand_dims")))
+    return views.expand_dims(a, sorted(_axis_tuple(axis, ndim_of(a) + len(axis), "expand_dims")))
 
 
 def squeeze(a, axis=None):
@@ -212,7 +210,7 @@ def squeeze(a, axis=None):
         axis = tuple(i for i, d in enumerate(s) if d == 1)
     else:
         axis = tuple(sorted(_axis_tuple(axis, len(s), "squeeze")))
-    return sp.squeeze(a, axis)
+    return views.squeeze(a, axis)
 
 
 def _atleast(arys, fix):
@@ -221,12 +219,12 @@ def _atleast(arys, fix):
 
 
 def atleast_1d(*arys):
-    return _atleast(arys, lambda a: sp.reshape(a, (1,)) if ndim_of(a) == 0 else a)
+    return _atleast(arys, lambda a: views.reshape(a, (1,)) if ndim_of(a) == 0 else a)
 
 
 def _fix_2d(a):
     n = ndim_of(a)
-    return sp.reshape(a, (1, 1)) if n == 0 else sp.expand_dims(a, (0,)) if n == 1 else a
+    return views.reshape(a, (1, 1)) if n == 0 else views.expand_dims(a, (0,)) if n == 1 else a
 
 
 def atleast_2d(*arys):
@@ -236,11 +234,11 @@ def atleast_2d(*arys):
 def _fix_3d(a):
     n = ndim_of(a)
     if n == 0:
-        return sp.reshape(a, (1, 1, 1))
+        return views.reshape(a, (1, 1, 1))
     if n == 1:
-        return sp.expand_dims(a, (0, 2))
+        return views.expand_dims(a, (0, 2))
     if n == 2:
-        return sp.expand_dims(a, (2,))
+        return views.expand_dims(a, (2,))
     return a
 
 
@@ -311,7 +309,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         )
     axis = _axis(axis, ndim_of(arrays[0]) + 1, "stack")
     # np.stack is expand_dims then concatenate: the same steps give the same bits
-    expanded = [sp.expand_dims(a, (axis,)) for a in arrays]
+    expanded = [views.expand_dims(a, (axis,)) for a in arrays]
     return sp.concatenate(_cast_all(expanded, dtype, casting, "stack"), axis)
 
 
@@ -338,7 +336,7 @@ def column_stack(tup):
     for v in tup:
         a = _array(v)
         if ndim_of(a) < 2:  # NumPy: array(a, ndmin=2).T, a column
-            a = sp.reshape(a, (math.prod(shape_of(a)), 1))
+            a = views.reshape(a, (math.prod(shape_of(a)), 1))
         arrays.append(a)
     return concatenate(arrays, 1)
 
@@ -349,7 +347,9 @@ def unstack(x, /, *, axis=0):
         raise ValueError("unstack: input must be at least 1-d, got a 0-d array")
     axis = _axis(axis, ndim_of(x), "unstack")
     n = shape_of(x)[axis]
-    return tuple(sp.squeeze(p, (axis,)) for p in _pieces(x, [(i, i + 1) for i in range(n)], axis))
+    return tuple(
+        views.squeeze(p, (axis,)) for p in _pieces(x, [(i, i + 1) for i in range(n)], axis)
+    )
 
 
 # -- splitting --------------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def _pieces(x, bounds, axis):
     for start, stop in bounds:
         starts = tuple(start if k == axis else 0 for k in range(len(s)))
         limits = tuple(stop if k == axis else d for k, d in enumerate(s))
-        out.append(indexing.slice_static(x, starts, limits))
+        out.append(slicing.slice_static(x, starts, limits))
     return out
 
 
@@ -449,28 +449,28 @@ def flip(m, axis=None):
     m = _array(m)
     n = ndim_of(m)
     axis = tuple(range(n)) if axis is None else tuple(sorted(_axis_tuple(axis, n, "flip")))
-    return sp.flip(m, axis)
+    return views.flip(m, axis)
 
 
 def fliplr(m):
     m = _array(m)
     if ndim_of(m) < 2:
         raise ValueError(f"fliplr: input must be >= 2-d, got shape {shape_of(m)}")
-    return sp.flip(m, (1,))
+    return views.flip(m, (1,))
 
 
 def flipud(m):
     m = _array(m)
     if ndim_of(m) < 1:
         raise ValueError("flipud: input must be >= 1-d, got a 0-d array")
-    return sp.flip(m, (0,))
+    return views.flip(m, (0,))
 
 
 def roll(a, shift, axis=None):
     a = _array(a)
     shift = _static_ints(shift, "roll", "shift")
     if axis is None:
-        return sp.reshape(roll(ravel(a), shift, 0), shape_of(a))
+        return views.reshape(roll(ravel(a), shift, 0), shape_of(a))
     s = shape_of(a)
     # repeated axes are allowed: their shifts add up
     if np.ndim(axis):
@@ -510,8 +510,8 @@ def rot90(m, k=1, axes=(0, 1)):
     perm = list(range(n))
     perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
     if k == 1:
-        return sp.transpose(flip(m, axes[1]), perm)
-    return flip(sp.transpose(m, perm), axes[1])
+        return views.transpose(flip(m, axes[1]), perm)
+    return flip(views.transpose(m, perm), axes[1])
 
 
 # -- repeat, tile, pad ------------------------------------------------------------------------

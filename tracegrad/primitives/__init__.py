@@ -1,14 +1,30 @@
-"""The primitive table: every primitive tracegrad knows, built explicitly from the families."""
+"""The built-in primitives, one family per module, and `ALL`, the explicit table of them.
 
-from tracegrad.primitives import elementwise, indexing, linalg, reduction, shape
+The families import each other in one direction (views -> broadcasting -> slicing,
+batching -> elementwise -> reduction, shape, indexing -> products -> einsum), so every rule
+can be written with the operations of the families below its own.
+"""
+
+from tracegrad.primitives import (
+    broadcasting,
+    einsum,
+    elementwise,
+    indexing,
+    products,
+    reduction,
+    shape,
+    slicing,
+    views,
+)
 
 ALL = (
     elementwise.PRIMITIVES
+    + views.PRIMITIVES
+    + broadcasting.PRIMITIVES
+    + slicing.PRIMITIVES
     + reduction.PRIMITIVES
     + shape.PRIMITIVES
     + indexing.PRIMITIVES
-    + linalg.PRIMITIVES
+    + products.PRIMITIVES
+    + einsum.PRIMITIVES
 )
-
-BY_NAME = {p.name: p for p in ALL}
-assert len(BY_NAME) == len(ALL), "two primitives share a name"

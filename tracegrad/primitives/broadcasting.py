@@ -1,8 +1,11 @@
-"""Broadcasting and dtype rules shared by the elementwise primitives.
+"""Broadcasting: NumPy's shape and dtype rules, `broadcast_to`, and its transpose `sum`.
 
 NumPy decides result dtypes: `ufunc.resolve_dtypes` applies NEP 50 (a weak Python scalar
-does not widen an array) exactly as running the ufunc would. `unbroadcast` is the one place
-where the cotangent of an implicitly broadcast input is summed back to its shape.
+does not widen an array) exactly as running the ufunc would. `broadcast_to` and `sum` are
+each other's derivatives, so they live together; `unbroadcast` is the one place where the
+cotangent of an implicitly broadcast input is summed back to its shape, and `keep_axes`
+broadcasts a reduction's cotangent back over the reduced axes. The other reductions are in
+`reduction.py`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,12 @@ import functools
 
 import numpy as np
 
-from tracegrad.ir.types import Aval
+from tracegrad.core import bind
+from tracegrad.ir.layout import Layout
+from tracegrad.ir.primitive import READS_NOTHING, Primitive
+from tracegrad.ir.types import Aval, carries_derivative, shape_of
+from tracegrad.primitives.axes import as_axes, check_axes, reduce_batch, reduce_emit, reduced_shape
+from tracegrad.primitives.views import expand_dims, linear_jvp, move_to_front, reshape, unary_batch
 
 
 def _dtype_key(aval: Aval):
@@ -68,6 +76,9 @@ def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         ) from None
 
 
+# -- summing a broadcast cotangent back --------------------------------------------------------
+
+
 def unbroadcast(x_bar, aval: Aval | tuple[int, ...]):
     """Sum the cotangent `x_bar` of a broadcast result back to the input's shape.
 
@@ -82,22 +93,117 @@ def unbroadcast(x_bar, aval: Aval | tuple[int, ...]):
     bar_shape = shape_of(x_bar)
     if bar_shape == target:
         return x_bar
-    from tracegrad.primitives import reduction, shape  # sibling families, needed only here
-
     lead = len(bar_shape) - len(target)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(target) if d == 1 and bar_shape[lead + i] != 1
     )
     if axes:
-        x_bar = reduction.sum(x_bar, axes)
+        x_bar = sum(x_bar, axes)
     if shape_of(x_bar) != target:
-        x_bar = shape.reshape(x_bar, target)
+        x_bar = reshape(x_bar, target)
     return x_bar
 
 
-def shape_of(x) -> tuple[int, ...]:
-    """Shape of an array, NumPy scalar, Python scalar or tracer, without NumPy dispatch."""
-    s = getattr(x, "shape", None)
-    if s is None:
-        return ()
-    return s if type(s) is tuple else tuple(s)
+def keep_axes(v, shape, axis, keepdims):
+    """`v` (a reduction's output or cotangent) with its reduced axes kept as size 1, so it
+    broadcasts against the input of shape `shape`."""
+    kept = reduced_shape(shape, axis, True)
+    return v if keepdims or shape_of(v) == kept else reshape(v, kept)
+
+
+def kept_cotangent(x_bar, shape, axis, keepdims):
+    """A reduction's cotangent broadcast back to the input's `shape`."""
+    return broadcast_to(keep_axes(x_bar, shape, axis, keepdims), shape)
+
+
+# -- broadcast_to -----------------------------------------------------------------------------
+
+
+def broadcast_to(x, shape):
+    return bind(broadcast_to_p, x, shape=tuple(int(d) for d in shape))
+
+
+def _broadcast_to_shape(x: Aval, *, shape):
+    ok = (
+        len(shape) >= x.ndim
+        and all(d >= 0 for d in shape)
+        and all(d in (1, s) for d, s in zip(x.shape[::-1], shape[::-1]))
+    )
+    if not ok:
+        raise ValueError(
+            f"broadcast_to: cannot broadcast an array of shape {x.shape} to {shape}; each "
+            "trailing axis must equal the target's or be 1"
+        )
+    return Aval(shape, x.dtype)
+
+
+@unary_batch
+def _broadcast_to_batch(x, dim, *, shape):
+    # broadcasting aligns trailing axes: the batch axis leads, the per-example axes are
+    # lined up after it with size-1 axes, then broadcast (a view; nothing is copied)
+    x = move_to_front(x, dim)
+    s = shape_of(x)
+    new = len(shape) - (len(s) - 1)
+    if new:
+        x = expand_dims(x, tuple(range(1, 1 + new)))
+    return broadcast_to(x, s[:1] + shape), 0
+
+
+broadcast_to_p = Primitive(
+    "broadcast_to",
+    impl=lambda x, *, shape: np.broadcast_to(x, shape),
+    shape=_broadcast_to_shape,
+    jvp=linear_jvp(broadcast_to),
+    vjp=lambda x_bar, x, *, out, shape: (unbroadcast(x_bar, shape_of(x)),),
+    batch=_broadcast_to_batch,
+    emit=lambda x, *, shape: f"np.broadcast_to({x}, {shape!r})",
+    vjp_reads=READS_NOTHING,
+    layout=Layout.VIEW,
+    torch_name="ExpandBackward0",
+)
+
+# -- sum --------------------------------------------------------------------------------------
+
+
+def sum(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
+    """Sum over the axes in `axis` (a normalized tuple)."""
+    return bind(sum_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
+
+
+@functools.lru_cache(maxsize=1024)
+def accumulated_dtype(fn, dtype: np.dtype) -> np.dtype:
+    """The result dtype of `fn` (sum, prod, cumsum, cumprod): NumPy widens small integers and
+    bools (to int64/uint64)."""
+    return fn(np.zeros((1,), dtype)).dtype
+
+
+def _sum_shape(x: Aval, *, axis, keepdims):
+    check_axes("sum", x, axis)
+    return Aval(reduced_shape(x.shape, axis, keepdims), accumulated_dtype(np.sum, x.dtype))
+
+
+def _sum_jvp(primals, tangents, *, out, axis, keepdims):
+    (x_dot,) = tangents
+    return None if x_dot is None else sum(x_dot, axis, keepdims)
+
+
+def _sum_vjp(x_bar, x, *, out, axis, keepdims):
+    # every summed element received the same cotangent
+    if not carries_derivative(x):
+        return (None,)
+    return (kept_cotangent(x_bar, shape_of(x), axis, keepdims),)
+
+
+sum_p = Primitive(
+    "sum",
+    impl=lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+    shape=_sum_shape,
+    jvp=_sum_jvp,
+    vjp=_sum_vjp,
+    batch=reduce_batch(sum),
+    emit=reduce_emit("sum"),
+    vjp_reads=READS_NOTHING,
+    layout=Layout.KEEPS_C,
+)
+
+PRIMITIVES = (broadcast_to_p, sum_p)

@@ -1,10 +1,12 @@
-"""Elementwise primitives: NumPy's ufuncs, `where`, `clip` and `astype`.
+"""Elementwise primitives: NumPy's ufuncs, `where`, `clip`, `astype` and `stop_gradient`.
 
 Each differentiable unary primitive is defined by one derivative, written with tracegrad's
 own operations, from which both its jvp and its vjp follow (autograd's `defvjp`, JAX's
-`defjvp`); the table below reads like a cheat sheet. Binary rules sum cotangents of
-broadcast inputs back with `unbroadcast`. Ties of `maximum`/`minimum` split the gradient
-evenly between equal inputs, as JAX does.
+`defjvp`); the table below reads like a cheat sheet. A binary primitive gives one partial
+derivative per operand: its jvp sums the tangents times the partials, and its vjp is one
+rule per operand, so a constant operand's cotangent is never computed. Cotangents of
+broadcast operands are summed back with `unbroadcast`. Ties of `maximum`/`minimum` split the
+gradient evenly between equal inputs, as JAX does.
 """
 
 from __future__ import annotations
@@ -14,10 +16,42 @@ import math
 import numpy as np
 
 from tracegrad.core import bind
-from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval, aval_of, is_float
+from tracegrad.ir.layout import Layout
+from tracegrad.ir.primitive import (
+    READS_ALL,
+    READS_INDICES,
+    READS_INPUTS,
+    READS_NOTHING,
+    READS_OUTPUT,
+    Primitive,
+    rule_for,
+)
+from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives.batching import elementwise_batch
-from tracegrad.primitives.broadcasting import broadcast_shapes, result_dtype, shape_of, unbroadcast
+from tracegrad.primitives.broadcasting import (
+    broadcast_shapes,
+    broadcast_to,
+    result_dtype,
+    unbroadcast,
+)
+
+_BATCH = rule_for(elementwise_batch)
+_IN, _OUT = READS_INPUTS, READS_OUTPUT
+
+
+def _zero_jvp(primals, tangents, **params):
+    return None
+
+
+def _zero_vjp(bar, *primals, **params):
+    return (None,) * len(primals)
+
+
+def _broadcast_like(t, out):
+    """A tangent with the output's shape, even when only a broadcast input moved."""
+    s = shape_of(out)
+    return t if shape_of(t) == s else broadcast_to(t, s)
+
 
 # -- unary ------------------------------------------------------------------------------------
 
@@ -30,13 +64,14 @@ def _unary_shape(ufunc):
     return shape
 
 
-def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None) -> Primitive:
+def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None, **facts) -> Primitive:
     """A primitive for a unary ufunc.
 
     `deriv(x, out)` gives f'(x) (jvp: `x_dot * f'`, vjp: `bar * f'`); `linear(t)` instead
-    applies a linear function to a tangent or cotangent directly (negative: `-t`). With
-    neither, the primitive is not differentiable: its derivative is zero where defined
-    (floor, sign, ...), and no cotangent flows back.
+    applies a linear function to a tangent or cotangent directly (negative: `-t`, reading no
+    values). With neither, the primitive is not differentiable: its derivative is zero where
+    defined (floor, sign, ...), and no cotangent flows back. `facts` are the primitive's other
+    fields (`vjp_reads` must say whether `deriv` reads `x`, `out` or both).
     """
     if linear is not None:
 
@@ -45,7 +80,9 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None) -> Primitive:
             return None if t is None else linear(t)
 
         def vjp(bar, x, *, out):
-            return (linear(bar) if _carries_derivative(x) else None,)
+            return (linear(bar) if carries_derivative(x) else None,)
+
+        facts.setdefault("vjp_reads", READS_NOTHING)
     elif deriv is not None:
 
         def jvp(primals, tangents, *, out):
@@ -53,94 +90,66 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None) -> Primitive:
             return None if t is None else t * deriv(primals[0], out)
 
         def vjp(bar, x, *, out):
-            return (bar * deriv(x, out) if _carries_derivative(x) else None,)
+            return (bar * deriv(x, out) if carries_derivative(x) else None,)
     else:
         jvp, vjp = _zero_jvp, _zero_vjp
+        facts.update(differentiable=False, vjp_reads=READS_NOTHING)
     return Primitive(
         name,
         impl=ufunc,
         shape=_unary_shape(ufunc),
         jvp=jvp,
         vjp=vjp,
-        batch=_elementwise_batch(name),
+        batch=_BATCH,
         emit=lambda x, _n=ufunc.__name__: f"np.{_n}({x})",
-        differentiable=linear is not None or deriv is not None,
+        layout=Layout.ELEMENTWISE,
+        **facts,
     )
 
 
-def _zero_jvp(primals, tangents, **params):
-    return None
-
-
-def _zero_vjp(bar, *primals, **params):
-    return (None,) * len(primals)
-
-
-def _dtype(x):
-    d = getattr(x, "dtype", None)
-    if d is not None:
-        return d
-    return np.dtype(type(x)) if not isinstance(x, float) else np.dtype(np.float64)
-
-
-def _carries_derivative(x) -> bool:
-    """`is_float(_dtype(x))` without building a dtype: the vjp rules ask it per call."""
-    d = getattr(x, "dtype", None)
-    if d is not None:
-        return d.kind in "fc"
-    return isinstance(x, float | complex)
-
-
-def _elementwise_batch(name):
-    # The rule needs the primitive it batches, which does not exist yet when `unary` and
-    # `binary` build it: look it up by name when the rule first runs.
-    def batch(args, dims, **params):
-        rule = _BATCH_RULES.get(name)
-        if rule is None:
-            rule = _BATCH_RULES[name] = elementwise_batch(_BY_NAME[name])
-        return rule(args, dims, **params)
-
-    return batch
-
-
-_BATCH_RULES: dict = {}
-
-
-def _u(name, ufunc=None, deriv=None, *, linear=None):
-    return unary(name, ufunc if ufunc is not None else getattr(np, name), deriv, linear=linear)
+def _u(name, deriv=None, *, linear=None, **facts):
+    return unary(name, getattr(np, name), deriv, linear=linear, **facts)
 
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 
 # fmt: off
-negative_p   = _u("negative", linear=lambda t: negative(t))
+negative_p   = _u("negative", linear=lambda t: negative(t), operator="-",
+                  torch_name="NegBackward0")
 positive_p   = _u("positive", linear=lambda t: t)
-exp_p        = _u("exp",      deriv=lambda x, out: out)
-exp2_p       = _u("exp2",     deriv=lambda x, out: out * _LN2)
-expm1_p      = _u("expm1",    deriv=lambda x, out: out + 1.0)
-log_p        = _u("log",      deriv=lambda x, out: reciprocal(x))
-log1p_p      = _u("log1p",    deriv=lambda x, out: reciprocal(x + 1.0))
-log2_p       = _u("log2",     deriv=lambda x, out: reciprocal(x * _LN2))
-log10_p      = _u("log10",    deriv=lambda x, out: reciprocal(x * _LN10))
-sin_p        = _u("sin",      deriv=lambda x, out: cos(x))
-cos_p        = _u("cos",      deriv=lambda x, out: negative(sin(x)))
-tan_p        = _u("tan",      deriv=lambda x, out: out * out + 1.0)
-arcsin_p     = _u("arcsin",   deriv=lambda x, out: reciprocal(sqrt(1.0 - x * x)))
-arccos_p     = _u("arccos",   deriv=lambda x, out: negative(reciprocal(sqrt(1.0 - x * x))))
-arctan_p     = _u("arctan",   deriv=lambda x, out: reciprocal(x * x + 1.0))
-sinh_p       = _u("sinh",     deriv=lambda x, out: cosh(x))
-cosh_p       = _u("cosh",     deriv=lambda x, out: sinh(x))
-tanh_p       = _u("tanh",     deriv=lambda x, out: 1.0 - out * out)
-arcsinh_p    = _u("arcsinh",  deriv=lambda x, out: reciprocal(sqrt(x * x + 1.0)))
-arccosh_p    = _u("arccosh",  deriv=lambda x, out: reciprocal(sqrt(x * x - 1.0)))
-arctanh_p    = _u("arctanh",  deriv=lambda x, out: reciprocal(1.0 - x * x))
-sqrt_p       = _u("sqrt",     deriv=lambda x, out: 0.5 / out)
-cbrt_p       = _u("cbrt",     deriv=lambda x, out: reciprocal(out * out * 3.0))
-square_p     = _u("square",   deriv=lambda x, out: x * 2.0)
-reciprocal_p = _u("reciprocal", deriv=lambda x, out: negative(out * out))
-absolute_p   = _u("absolute", deriv=lambda x, out: sign(x))
-fabs_p       = _u("fabs",     deriv=lambda x, out: sign(x))
+exp_p        = _u("exp",      lambda x, out: out, vjp_reads=_OUT)
+exp2_p       = _u("exp2",     lambda x, out: out * _LN2, vjp_reads=_OUT)
+expm1_p      = _u("expm1",    lambda x, out: out + 1.0, vjp_reads=_OUT)
+log_p        = _u("log",      lambda x, out: reciprocal(x), vjp_reads=_IN)
+log1p_p      = _u("log1p",    lambda x, out: reciprocal(x + 1.0), vjp_reads=_IN,
+                  torch_name="Log1PBackward0")
+log2_p       = _u("log2",     lambda x, out: reciprocal(x * _LN2), vjp_reads=_IN)
+log10_p      = _u("log10",    lambda x, out: reciprocal(x * _LN10), vjp_reads=_IN)
+sin_p        = _u("sin",      lambda x, out: cos(x), vjp_reads=_IN)
+cos_p        = _u("cos",      lambda x, out: negative(sin(x)), vjp_reads=_IN)
+tan_p        = _u("tan",      lambda x, out: out * out + 1.0, vjp_reads=_OUT)
+arcsin_p     = _u("arcsin",   lambda x, out: reciprocal(sqrt(1.0 - x * x)), vjp_reads=_IN,
+                  torch_name="AsinBackward0")
+arccos_p     = _u("arccos",   lambda x, out: negative(reciprocal(sqrt(1.0 - x * x))),
+                  vjp_reads=_IN, torch_name="AcosBackward0")
+arctan_p     = _u("arctan",   lambda x, out: reciprocal(x * x + 1.0), vjp_reads=_IN,
+                  torch_name="AtanBackward0")
+sinh_p       = _u("sinh",     lambda x, out: cosh(x), vjp_reads=_IN)
+cosh_p       = _u("cosh",     lambda x, out: sinh(x), vjp_reads=_IN)
+tanh_p       = _u("tanh",     lambda x, out: 1.0 - out * out, vjp_reads=_OUT)
+arcsinh_p    = _u("arcsinh",  lambda x, out: reciprocal(sqrt(x * x + 1.0)), vjp_reads=_IN,
+                  torch_name="AsinhBackward0")
+arccosh_p    = _u("arccosh",  lambda x, out: reciprocal(sqrt(x * x - 1.0)), vjp_reads=_IN,
+                  torch_name="AcoshBackward0")
+arctanh_p    = _u("arctanh",  lambda x, out: reciprocal(1.0 - x * x), vjp_reads=_IN,
+                  torch_name="AtanhBackward0")
+sqrt_p       = _u("sqrt",     lambda x, out: 0.5 / out, vjp_reads=_OUT)
+cbrt_p       = _u("cbrt",     lambda x, out: reciprocal(out * out * 3.0), vjp_reads=_OUT)
+square_p     = _u("square",   lambda x, out: x * 2.0, vjp_reads=_IN, torch_name="PowBackward0")
+reciprocal_p = _u("reciprocal", lambda x, out: negative(out * out), vjp_reads=_OUT)
+absolute_p   = _u("absolute", lambda x, out: sign(x), vjp_reads=_IN, torch_name="AbsBackward0")
+fabs_p       = _u("fabs",     lambda x, out: sign(x), vjp_reads=_IN)
 deg2rad_p    = _u("deg2rad",  linear=lambda t: t * (math.pi / 180.0))
 rad2deg_p    = _u("rad2deg",  linear=lambda t: t * (180.0 / math.pi))
 # not differentiable: piecewise constant, or bool-valued
@@ -157,25 +166,45 @@ signbit_p    = _u("signbit")
 # fmt: on
 
 
-def _bind1(p):
-    def f(x):
-        return bind(p, x)
-
-    f.__name__ = p.name
-    f.__doc__ = f"Elementwise `np.{p.impl.__name__}` as a traceable operation."
-    return f
+def negative(x):
+    return bind(negative_p, x)
 
 
-negative = _bind1(negative_p)
-exp = _bind1(exp_p)
-log = _bind1(log_p)
-sin = _bind1(sin_p)
-cos = _bind1(cos_p)
-sinh = _bind1(sinh_p)
-cosh = _bind1(cosh_p)
-sqrt = _bind1(sqrt_p)
-reciprocal = _bind1(reciprocal_p)
-sign = _bind1(sign_p)
+def exp(x):
+    return bind(exp_p, x)
+
+
+def log(x):
+    return bind(log_p, x)
+
+
+def sin(x):
+    return bind(sin_p, x)
+
+
+def cos(x):
+    return bind(cos_p, x)
+
+
+def sinh(x):
+    return bind(sinh_p, x)
+
+
+def cosh(x):
+    return bind(cosh_p, x)
+
+
+def sqrt(x):
+    return bind(sqrt_p, x)
+
+
+def reciprocal(x):
+    return bind(reciprocal_p, x)
+
+
+def sign(x):
+    return bind(sign_p, x)
+
 
 UNARY = (
     negative_p,
@@ -231,74 +260,61 @@ def _binary_shape(ufunc, name):
     return shape
 
 
-def binary(name: str, ufunc: np.ufunc, derivs=None, *, vjp=None, jvp=None) -> Primitive:
+def _partials_jvp(partials):
+    """`sum_i t_i * d_i(x, y, out)` over the operands that move, shaped like the output."""
+
+    def jvp(primals, tangents, *, out):
+        total = None
+        for t, d in zip(tangents, partials):
+            if t is None:
+                continue
+            p = d(*primals, out)
+            if p is None:
+                continue
+            term = t * p
+            total = term if total is None else total + term
+        return None if total is None else _broadcast_like(total, out)
+
+    return jvp
+
+
+def _partial_vjp(i, d):
+    """Operand `i`'s rule: the cotangent times the partial, summed back to the operand's
+    shape (None for an integer or bool operand, which takes no cotangent)."""
+
+    def rule(bar, *primals, out):
+        x = primals[i]
+        if not carries_derivative(x):
+            return None
+        p = d(*primals, out)
+        return None if p is None else unbroadcast(bar * p, shape_of(x))
+
+    return rule
+
+
+def binary(name: str, ufunc: np.ufunc, dx=None, dy=None, *, jvp=None, vjp=None, **facts):
     """A primitive for a binary ufunc with broadcasting.
 
-    `derivs(x, y, out)` returns the two partial derivatives (None for a structurally zero
-    one); jvp and vjp follow. A primitive with a cheaper direct form passes `vjp`/`jvp`.
+    `dx(x, y, out)` and `dy(x, y, out)` are the partial derivatives (None for a structural
+    zero); the jvp and the per-operand vjp rules follow from them. A primitive with a cheaper
+    direct form passes `jvp` and `vjp`; one with neither is not differentiable.
     """
-    if derivs is not None and jvp is None:
-
-        def jvp(primals, tangents, *, out):
-            x, y = primals
-            x_dot, y_dot = tangents
-            dx, dy = derivs(x, y, out, x_dot is not None, y_dot is not None)
-            terms = [
-                t * d for t, d in ((x_dot, dx), (y_dot, dy)) if t is not None and d is not None
-            ]
-            if not terms:
-                return None
-            total = terms[0] if len(terms) == 1 else terms[0] + terms[1]
-            return _broadcast_like(total, out)
-
-    if derivs is not None and vjp is None:
-
-        def vjp(bar, x, y, *, out):
-            # thunks: a constant operand's cotangent is never computed (see transforms/vjp.py)
-            def x_bar():
-                dx = derivs(x, y, out, True, False)[0]
-                return None if dx is None else unbroadcast(bar * dx, shape_of(x))
-
-            def y_bar():
-                dy = derivs(x, y, out, False, True)[1]
-                return None if dy is None else unbroadcast(bar * dy, shape_of(y))
-
-            return (
-                x_bar if _carries_derivative(x) else None,
-                y_bar if _carries_derivative(y) else None,
-            )
-
-    if derivs is None and vjp is None:
+    if dx is not None:
+        jvp = jvp or _partials_jvp((dx, dy))
+        vjp = vjp or (_partial_vjp(0, dx), _partial_vjp(1, dy))
+    elif vjp is None:
         jvp, vjp = _zero_jvp, _zero_vjp
+        facts.update(differentiable=False, vjp_reads=READS_NOTHING)
     return Primitive(
         name,
         impl=ufunc,
         shape=_binary_shape(ufunc, name),
         jvp=jvp,
         vjp=vjp,
-        batch=_elementwise_batch(name),
+        batch=_BATCH,
         emit=lambda x, y, _n=ufunc.__name__: f"np.{_n}({x}, {y})",
-        differentiable=derivs is not None or vjp is not None,
-    )
-
-
-def _aval(x) -> Aval:
-    a = getattr(x, "aval", None)
-    return a if a is not None else aval_of(x)
-
-
-def _broadcast_like(t, out):
-    # A tangent must have the output's shape even when only a broadcast input moved.
-    from tracegrad.primitives import shape as _shape
-
-    s = shape_of(out)
-    return t if shape_of(t) == s else _shape.broadcast_to(t, s)
-
-
-def _add_vjp(bar, x, y, *, out):
-    return (
-        unbroadcast(bar, shape_of(x)) if is_float(_dtype(x)) else None,
-        unbroadcast(bar, shape_of(y)) if is_float(_dtype(y)) else None,
+        layout=Layout.ELEMENTWISE,
+        **facts,
     )
 
 
@@ -306,13 +322,6 @@ def _add_jvp(primals, tangents, *, out):
     x_dot, y_dot = tangents
     t = x_dot if y_dot is None else y_dot if x_dot is None else x_dot + y_dot
     return None if t is None else _broadcast_like(t, out)
-
-
-def _sub_vjp(bar, x, y, *, out):
-    return (
-        unbroadcast(bar, shape_of(x)) if is_float(_dtype(x)) else None,
-        unbroadcast(negative(bar), shape_of(y)) if is_float(_dtype(y)) else None,
-    )
 
 
 def _sub_jvp(primals, tangents, *, out):
@@ -324,125 +333,128 @@ def _sub_jvp(primals, tangents, *, out):
     return None if t is None else _broadcast_like(t, out)
 
 
-def _mul_derivs(x, y, out, need_x, need_y):
-    return (y if need_x else None), (x if need_y else None)
+def _summed_back(i, fn=None):
+    """Operand `i`'s rule when its cotangent is `fn(bar)` (the bar itself by default)."""
+
+    def rule(bar, *primals, out):
+        x = primals[i]
+        if not carries_derivative(x):
+            return None
+        return unbroadcast(bar if fn is None else fn(bar), shape_of(x))
+
+    return rule
 
 
-def _div_derivs(x, y, out, need_x, need_y):
-    return (reciprocal(y) if need_x else None), (negative(out / y) if need_y else None)
+def _div_jvp(primals, tangents, *, out):
+    # d(x / y) = (dx - out * dy) / y: divides by y, never takes 1 / y (an integer y's
+    # reciprocal is integer division)
+    x, y = primals
+    x_dot, y_dot = tangents
+    if y_dot is None:
+        t = x_dot
+    else:
+        t = negative(out * y_dot) if x_dot is None else x_dot - out * y_dot
+    return None if t is None else _broadcast_like(t / y, out)
 
 
-def _div_vjp(bar, x, y, *, out):
-    # t = bar / y serves both: x_bar = t, y_bar = -t * x / y = -(t * out); sharing t keeps
-    # nested derivatives of quotients small
-    fx, fy = is_float(_dtype(x)), is_float(_dtype(y))
-    t = bar / y
-    return (
-        unbroadcast(t, shape_of(x)) if fx else None,
-        (lambda: unbroadcast(negative(t * out), shape_of(y))) if fy else None,
-    )
+def _div_x_bar(bar, x, y, *, out):
+    return unbroadcast(bar / y, shape_of(x)) if carries_derivative(x) else None
 
 
-def _pow_derivs(x, y, out, need_x, need_y):
-    dx = dy = None
-    if need_x:
-        # y * x**(y-1); at x == 0 with y == 0 this is 0 * 0**-1: take 0, as JAX does.
-        if _is_const_scalar(y):
-            dx = _pow_const_deriv(x, y)
-        else:
-            dx = where(
-                bind(logical_and_p, equal(y, 0.0), equal(x, 0.0)), 0.0, y * power(x, y - 1.0)
-            )
-    if need_y:
-        # log(x) * out, defined as 0 where x == 0 (the limit of x**y * log x for y > 0)
-        safe_x = where(equal(x, 0.0), 1.0, x)
-        dy = where(equal(x, 0.0), 0.0, log(safe_x) * out)
-    return dx, dy
-
-
-def _is_const_scalar(y) -> bool:
-    return isinstance(y, int | float) and not isinstance(y, bool)
-
-
-def _pow_const_deriv(x, y):
-    # x ** c for a Python number c (x ** 2 is the common case): no where, no log
-    if y == 0:
+def _div_y_bar(bar, x, y, *, out):
+    # -bar * x / y**2 = -(bar / y) * out; bar / y is shared with x's rule under tracing (CSE)
+    if not carries_derivative(y):
         return None
-    if y == 1:
-        return 1.0
-    if y == 2:
-        return x * 2
-    return power(x, y - 1) * y
+    return unbroadcast(negative((bar / y) * out), shape_of(y))
 
 
-def _max_derivs(x, y, out, need_x, need_y):
-    # ties: each equal input gets half (JAX's balanced rule), so the sum is still 1
-    x_eq, y_eq = equal(x, out), equal(y, out)
-    dtype = _dtype(out)
-    dx = astype(where(x_eq, where(y_eq, 0.5, 1.0), 0.0), dtype) if need_x else None
-    dy = astype(where(y_eq, where(x_eq, 0.5, 1.0), 0.0), dtype) if need_y else None
-    return dx, dy
+def _pow_dx(x, y, out):
+    # y * x**(y-1); at x == 0 with y == 0 this is 0 * 0**-1: take 0, as JAX does.
+    if isinstance(y, int | float) and not isinstance(y, bool):
+        # x ** c for a Python number c (x ** 2 is the common case): no where, no log
+        if y == 0:
+            return None
+        if y == 1:
+            return 1.0
+        if y == 2:
+            return x * 2
+        return power(x, y - 1) * y
+    both_zero = bind(logical_and_p, equal(y, 0.0), equal(x, 0.0))
+    return where(both_zero, 0.0, y * power(x, y - 1.0))
 
 
-def _arctan2_derivs(y, x, out, need_y, need_x):
-    denom = x * x + y * y
-    return (x / denom if need_y else None), (negative(y) / denom if need_x else None)
+def _pow_dy(x, y, out):
+    # log(x) * out, defined as 0 where x == 0 (the limit of x**y * log x for y > 0)
+    safe_x = where(equal(x, 0.0), 1.0, x)
+    return where(equal(x, 0.0), 0.0, log(safe_x) * out)
 
 
-def _hypot_derivs(x, y, out, need_x, need_y):
-    return (x / out if need_x else None), (y / out if need_y else None)
+def _tie_weight(a, b, out):
+    """d max(a, b) / d a: 1 where a alone is the result, 1/2 at a tie (JAX's balanced rule,
+    so the two weights still sum to 1), 0 where b is."""
+    a_eq, b_eq = equal(a, out), equal(b, out)
+    return astype(where(a_eq, where(b_eq, 0.5, 1.0), 0.0), dtype_of(out))
 
 
-def _logaddexp_derivs(x, y, out, need_x, need_y):
-    return (exp(x - out) if need_x else None), (exp(y - out) if need_y else None)
+def _max_dx(x, y, out):
+    return _tie_weight(x, y, out)
 
 
-def _logaddexp2_derivs(x, y, out, need_x, need_y):
-    return (bind(exp2_p, x - out) if need_x else None), (bind(exp2_p, y - out) if need_y else None)
+def _max_dy(x, y, out):
+    return _tie_weight(y, x, out)
 
 
-def _remainder_derivs(x, y, out, need_x, need_y):
-    # np.remainder(x, y) = x - floor(x / y) * y
-    return (1.0 if need_x else None), (negative(bind(floor_p, x / y)) if need_y else None)
-
-
-def _fmod_derivs(x, y, out, need_x, need_y):
-    # np.fmod(x, y) = x - trunc(x / y) * y
-    return (1.0 if need_x else None), (negative(bind(trunc_p, x / y)) if need_y else None)
-
-
-def _copysign_derivs(x, y, out, need_x, need_y):
-    return (sign(x) * sign(out) if need_x else None), None
+def _pow_torch_name(x: Aval, y: Aval) -> str:
+    # PyTorch's pow.Tensor_Scalar (a Python-number exponent) and pow.Tensor_Tensor
+    return "PowBackward0" if y.weak_type else "PowBackward1"
 
 
 # fmt: off
-add_p          = binary("add", np.add, vjp=_add_vjp, jvp=_add_jvp)
-subtract_p     = binary("subtract", np.subtract, vjp=_sub_vjp, jvp=_sub_jvp)
-multiply_p     = binary("multiply", np.multiply, _mul_derivs)
-divide_p       = binary("divide", np.divide, _div_derivs, vjp=_div_vjp)
-power_p        = binary("power", np.power, _pow_derivs)
-maximum_p      = binary("maximum", np.maximum, _max_derivs)
-minimum_p      = binary("minimum", np.minimum, _max_derivs)
-fmax_p         = binary("fmax", np.fmax, _max_derivs)
-fmin_p         = binary("fmin", np.fmin, _max_derivs)
-arctan2_p      = binary("arctan2", np.arctan2, _arctan2_derivs)
-hypot_p        = binary("hypot", np.hypot, _hypot_derivs)
-logaddexp_p    = binary("logaddexp", np.logaddexp, _logaddexp_derivs)
-logaddexp2_p   = binary("logaddexp2", np.logaddexp2, _logaddexp2_derivs)
-remainder_p    = binary("remainder", np.remainder, _remainder_derivs)
-fmod_p         = binary("fmod", np.fmod, _fmod_derivs)
-copysign_p     = binary("copysign", np.copysign, _copysign_derivs)
+add_p          = binary("add", np.add, jvp=_add_jvp, vjp=(_summed_back(0), _summed_back(1)),
+                        vjp_reads=READS_NOTHING, commutative=True, operator="+",
+                        torch_name="AddBackward0")
+subtract_p     = binary("subtract", np.subtract, jvp=_sub_jvp,
+                        vjp=(_summed_back(0), _summed_back(1, lambda b: negative(b))),
+                        vjp_reads=READS_NOTHING, operator="-", torch_name="SubBackward0")
+multiply_p     = binary("multiply", np.multiply, lambda x, y, out: y, lambda x, y, out: x,
+                        vjp_reads=_IN, bilinear=True, commutative=True, operator="*",
+                        torch_name="MulBackward0")
+divide_p       = binary("divide", np.divide, jvp=_div_jvp, vjp=(_div_x_bar, _div_y_bar),
+                        vjp_reads=READS_ALL, operator="/", torch_name="DivBackward0")
+power_p        = binary("power", np.power, _pow_dx, _pow_dy, vjp_reads=READS_ALL,
+                        torch_name=_pow_torch_name, torch_scalar_inputs=(1,))
+maximum_p      = binary("maximum", np.maximum, _max_dx, _max_dy, vjp_reads=READS_ALL)
+minimum_p      = binary("minimum", np.minimum, _max_dx, _max_dy, vjp_reads=READS_ALL)
+fmax_p         = binary("fmax", np.fmax, _max_dx, _max_dy, vjp_reads=READS_ALL)
+fmin_p         = binary("fmin", np.fmin, _max_dx, _max_dy, vjp_reads=READS_ALL)
+arctan2_p      = binary("arctan2", np.arctan2,  # arctan2(y, x): the operands are y and x
+                        lambda y, x, out: x / (x * x + y * y),
+                        lambda y, x, out: negative(y) / (x * x + y * y),
+                        vjp_reads=_IN, torch_name="Atan2Backward0")
+hypot_p        = binary("hypot", np.hypot, lambda x, y, out: x / out, lambda x, y, out: y / out,
+                        vjp_reads=READS_ALL)
+logaddexp_p    = binary("logaddexp", np.logaddexp, lambda x, y, out: exp(x - out),
+                        lambda x, y, out: exp(y - out), vjp_reads=READS_ALL)
+logaddexp2_p   = binary("logaddexp2", np.logaddexp2, lambda x, y, out: bind(exp2_p, x - out),
+                        lambda x, y, out: bind(exp2_p, y - out), vjp_reads=READS_ALL)
+# np.remainder(x, y) = x - floor(x / y) * y; np.fmod(x, y) = x - trunc(x / y) * y
+remainder_p    = binary("remainder", np.remainder, lambda x, y, out: 1.0,
+                        lambda x, y, out: negative(bind(floor_p, x / y)), vjp_reads=_IN)
+fmod_p         = binary("fmod", np.fmod, lambda x, y, out: 1.0,
+                        lambda x, y, out: negative(bind(trunc_p, x / y)), vjp_reads=_IN)
+copysign_p     = binary("copysign", np.copysign, lambda x, y, out: sign(x) * sign(out),
+                        lambda x, y, out: None, vjp_reads=READS_ALL)
 # not differentiable
 floor_divide_p = binary("floor_divide", np.floor_divide)
-equal_p        = binary("equal", np.equal)
-not_equal_p    = binary("not_equal", np.not_equal)
+equal_p        = binary("equal", np.equal, commutative=True)
+not_equal_p    = binary("not_equal", np.not_equal, commutative=True)
 less_p         = binary("less", np.less)
 less_equal_p   = binary("less_equal", np.less_equal)
 greater_p      = binary("greater", np.greater)
 greater_equal_p = binary("greater_equal", np.greater_equal)
-logical_and_p  = binary("logical_and", np.logical_and)
-logical_or_p   = binary("logical_or", np.logical_or)
-logical_xor_p  = binary("logical_xor", np.logical_xor)
+logical_and_p  = binary("logical_and", np.logical_and, commutative=True)
+logical_or_p   = binary("logical_or", np.logical_or, commutative=True)
+logical_xor_p  = binary("logical_xor", np.logical_xor, commutative=True)
 # fmt: on
 
 BINARY = (
@@ -504,12 +516,12 @@ def _where_shape(cond: Aval, x: Aval, y: Aval):
     return Aval(out_shape, dtype)  # np.where always returns a NumPy array: never weak
 
 
-def _where_vjp(bar, cond, x, y, *, out):
-    return (
-        None,
-        unbroadcast(where(cond, bar, 0.0), shape_of(x)) if is_float(_dtype(x)) else None,
-        unbroadcast(where(cond, 0.0, bar), shape_of(y)) if is_float(_dtype(y)) else None,
-    )
+def _where_x_bar(bar, cond, x, y, *, out):
+    return unbroadcast(where(cond, bar, 0.0), shape_of(x)) if carries_derivative(x) else None
+
+
+def _where_y_bar(bar, cond, x, y, *, out):
+    return unbroadcast(where(cond, 0.0, bar), shape_of(y)) if carries_derivative(y) else None
 
 
 def _where_jvp(primals, tangents, *, out):
@@ -527,9 +539,11 @@ where_p = Primitive(
     impl=np.where,
     shape=_where_shape,
     jvp=_where_jvp,
-    vjp=_where_vjp,
+    vjp=(None, _where_x_bar, _where_y_bar),
+    batch=_BATCH,
     emit=lambda c, x, y: f"np.where({c}, {x}, {y})",
-    batch=_elementwise_batch("where"),
+    vjp_reads=READS_INDICES,
+    layout=Layout.ELEMENTWISE,
 )
 
 # -- clip -------------------------------------------------------------------------------------
@@ -550,27 +564,28 @@ def _clip_partials(x, lo, hi, out):
     # np.clip is minimum(maximum(x, lo), hi): differentiate that composition, with JAX's
     # balanced ties (an input equal to the bound it touches gets half).
     m = bind(maximum_p, x, lo)
-    dm_dx, dm_dlo = _max_derivs(x, lo, m, True, True)
-    dout_dm, dout_dhi = _max_derivs(m, hi, out, True, True)
-    return dout_dm * dm_dx, dout_dm * dm_dlo, dout_dhi
+    dout_dm = _tie_weight(m, hi, out)
+    return dout_dm * _tie_weight(x, lo, m), dout_dm * _tie_weight(lo, x, m), _tie_weight(hi, m, out)
 
 
-def _clip_vjp(bar, x, lo, hi, *, out):
-    dx, dlo, dhi = _clip_partials(x, lo, hi, out)
-    return tuple(
-        unbroadcast(bar * d, shape_of(v)) if is_float(_dtype(v)) else None
-        for v, d in ((x, dx), (lo, dlo), (hi, dhi))
-    )
+def _clip_bar(i):
+    def rule(bar, x, lo, hi, *, out):
+        v = (x, lo, hi)[i]
+        if not carries_derivative(v):
+            return None
+        return unbroadcast(bar * _clip_partials(x, lo, hi, out)[i], shape_of(v))
+
+    return rule
 
 
 def _clip_jvp(primals, tangents, *, out):
     if all(t is None for t in tangents):
         return None
     partials = _clip_partials(*primals, out)
-    terms = [t * d for t, d in zip(tangents, partials) if t is not None]
-    total = terms[0]
-    for t in terms[1:]:
-        total = total + t
+    total = None
+    for t, d in zip(tangents, partials):
+        if t is not None:
+            total = t * d if total is None else total + t * d
     return _broadcast_like(total, out)
 
 
@@ -579,9 +594,12 @@ clip_p = Primitive(
     impl=np.clip,
     shape=_clip_shape,
     jvp=_clip_jvp,
-    vjp=_clip_vjp,
+    vjp=(_clip_bar(0), _clip_bar(1), _clip_bar(2)),
+    batch=_BATCH,
     emit=lambda x, lo, hi: f"np.clip({x}, {lo}, {hi})",
-    batch=_elementwise_batch("clip"),
+    vjp_reads=READS_ALL,
+    layout=Layout.ELEMENTWISE,
+    torch_name="ClampBackward1",
 )
 
 # -- astype -----------------------------------------------------------------------------------
@@ -592,15 +610,15 @@ def astype(x, dtype):
 
 
 def _astype_vjp(bar, x, *, out, dtype):
-    src = _dtype(x)
-    if not (is_float(src) and is_float(dtype)):
+    src = dtype_of(x)
+    if not (src.kind in "fc" and np.dtype(dtype).kind in "fc"):
         return (None,)
     return (astype(bar, src),)
 
 
 def _astype_jvp(primals, tangents, *, out, dtype):
     (t,) = tangents
-    if t is None or not is_float(dtype):
+    if t is None or np.dtype(dtype).kind not in "fc":
         return None
     return astype(t, dtype)
 
@@ -611,11 +629,14 @@ astype_p = Primitive(
     shape=lambda x, *, dtype: Aval(x.shape, dtype),
     jvp=_astype_jvp,
     vjp=_astype_vjp,
+    batch=_BATCH,
     emit=lambda x, *, dtype: f"np.asarray({x}).astype(np.{np.dtype(dtype).name})",
-    batch=_elementwise_batch("astype"),
+    vjp_reads=READS_NOTHING,
+    # a copy in its input's stride order (np.empty_like), which for a broadcast input
+    # differs from the iterator's: C order only from C order
+    layout=Layout.KEEPS_C,
+    torch_name="ToCopyBackward0",
 )
-
-PRIMITIVES = UNARY + BINARY + (where_p, clip_p, astype_p)
 
 # -- stop_gradient ----------------------------------------------------------------------------
 
@@ -631,11 +652,11 @@ stop_gradient_p = Primitive(
     shape=lambda x: x,
     jvp=_zero_jvp,
     vjp=_zero_vjp,
+    batch=_BATCH,
     emit=lambda x: x,
-    batch=_elementwise_batch("stop_gradient"),
     differentiable=False,
+    vjp_reads=READS_NOTHING,
+    layout=Layout.SAME,
 )
 
-PRIMITIVES = PRIMITIVES + (stop_gradient_p,)
-
-_BY_NAME = {p.name: p for p in PRIMITIVES}
+PRIMITIVES = UNARY + BINARY + (where_p, clip_p, astype_p, stop_gradient_p)

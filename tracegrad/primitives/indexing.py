@@ -1,10 +1,10 @@
-"""Indexing: static strided slices, gathers with integer index arrays, and scatter-add.
+"""Advanced indexing: gathers with integer index arrays, and scatter-add, their transpose.
 
-`x[...]` with ints, slices, None and Ellipsis lowers to a static `slice` plus reshapes (views
-of the input); integer index arrays become a `gather` whose vjp scatter-adds the cotangent,
-so repeated indices accumulate. A gather's params describe the static structure of the index
-(`index`, see `index_tuple`) and its index arrays are inputs, so its impl is `x[tuple]`:
-bit for bit NumPy's advanced indexing, including where the broadcast index axes go.
+Integer index arrays become a `gather` whose vjp scatter-adds the cotangent, so repeated
+indices accumulate (basic indexing is a `slice`, in `slicing.py`). A gather's params describe
+the static structure of the index (`index`, see `index_tuple`) and its index arrays are
+inputs, so its impl is `x[tuple]`: bit for bit NumPy's advanced indexing, including where the
+broadcast index axes go.
 """
 
 from __future__ import annotations
@@ -12,144 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from tracegrad.core import bind
-from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval, is_float
-from tracegrad.primitives.batching import batch_size, move_axis, move_to_front
-from tracegrad.primitives.broadcasting import shape_of
-
-# -- slice ------------------------------------------------------------------------------------
-
-
-def canonical_slice(start: int, limit: int, stride: int) -> tuple[tuple[int, int, int], int]:
-    """One (start, limit, stride) per selection, and its length, from normalized bounds.
-
-    `start, limit, stride` are what `slice.indices(size)` returns. Empty selections become
-    `(0, 0, 1)`, single elements `(s, s + 1, 1)`, and the limit is tight; with a negative
-    stride the limit may be -1, meaning "down to element 0 inclusive".
-    """
-    n = len(range(start, limit, stride))
-    if n == 0:
-        return (0, 0, 1), 0
-    if n == 1:
-        return (start, start + 1, 1), 1
-    last = start + (n - 1) * stride
-    return (start, last + (1 if stride > 0 else -1), stride), n
-
-
-def slice_static(x, starts, limits, strides=None):
-    """`x[s0:l0:k0, s1:l1:k1, ...]` over every axis, with bounds as `slice.indices` gives them.
-
-    A stride may be negative (then a limit of -1 means "through element 0"). Bounds are
-    canonicalized, so equal selections give equal nodes.
-    """
-    strides = (1,) * len(starts) if strides is None else strides
-    canon = [canonical_slice(int(s), int(l), int(k))[0] for s, l, k in zip(starts, limits, strides)]
-    return bind(
-        slice_p,
-        x,
-        starts=tuple(c[0] for c in canon),
-        limits=tuple(c[1] for c in canon),
-        strides=tuple(c[2] for c in canon),
-    )
-
-
-def _py_slice(s, l, k):
-    # A negative stride's limit of -1 means "through element 0": Python spells that `None`.
-    return slice(s, None if l < 0 else l, k)
-
-
-def _slices(starts, limits, strides):
-    return tuple(_py_slice(s, l, k) for s, l, k in zip(starts, limits, strides))
-
-
-def _slice_shape(x: Aval, *, starts, limits, strides):
-    if not (len(starts) == len(limits) == len(strides) == x.ndim):
-        raise ValueError(
-            f"slice: needs one (start, limit, stride) per axis of {x.shape}, got starts={starts}, "
-            f"limits={limits}, strides={strides}"
-        )
-    shape = []
-    for d, s, l, k in zip(x.shape, starts, limits, strides):
-        if k > 0:
-            ok = 0 <= s <= d and 0 <= l <= d
-        else:
-            ok = k < 0 and 0 <= s < d and -1 <= l < d
-        if not ok:
-            raise ValueError(
-                f"slice: bounds {starts}:{limits}:{strides} do not fit shape {x.shape}; use "
-                "slice.indices(size) to normalize them (a negative stride stops at -1)"
-            )
-        shape.append(len(range(s, l, k)))
-    return Aval(tuple(shape), x.dtype, x.weak_type)
-
-
-def _slice_vjp(x_bar, x, *, out, starts, limits, strides):
-    from tracegrad.primitives import shape as _shape
-
-    if not is_float(x.dtype):
-        return (None,)
-    x_shape = tuple(x.shape)
-    # A negative-stride selection is the reverse of a positive-stride one: reverse the
-    # cotangent (a slice with stride -1, whose own vjp needs no padding), then pad it.
-    lengths = [len(range(s, l, k)) for s, l, k in zip(starts, limits, strides)]
-    if any(k < 0 and n > 1 for k, n in zip(strides, lengths)):
-        x_bar = slice_static(
-            x_bar,
-            [n - 1 if k < 0 and n > 1 else 0 for k, n in zip(strides, lengths)],
-            [-1 if k < 0 and n > 1 else n for k, n in zip(strides, lengths)],
-            [-1 if k < 0 and n > 1 else 1 for k, n in zip(strides, lengths)],
-        )
-    pos_starts, pos_strides = [], []
-    for s, k, n in zip(starts, strides, lengths):
-        if n == 0:
-            pos_starts.append(0)
-            pos_strides.append(1)
-        elif k < 0:
-            pos_starts.append(s + (n - 1) * k)
-            pos_strides.append(-k if n > 1 else 1)
-        else:
-            pos_starts.append(s)
-            pos_strides.append(k if n > 1 else 1)
-    if tuple(lengths) == x_shape and not any(pos_starts):
-        return (x_bar,)  # the slice selected everything: nothing to pad
-    return (_shape.pad_strided(x_bar, x_shape, tuple(pos_starts), tuple(pos_strides)),)
-
-
-def _slice_batch(args, dims, *, starts, limits, strides):
-    # a full slice of the batch axis, where it already is
-    (x,), (d,) = args, dims
-    (s, l, k), _ = canonical_slice(0, shape_of(x)[d], 1)
-    out = bind(
-        slice_p,
-        x,
-        starts=starts[:d] + (s,) + starts[d:],
-        limits=limits[:d] + (l,) + limits[d:],
-        strides=strides[:d] + (k,) + strides[d:],
-    )
-    return out, d
-
-
-def _slice_emit(x, *, starts, limits, strides):
-    parts = [f"{s}:{'' if l < 0 else l}:{k}" for s, l, k in zip(starts, limits, strides)]
-    if not parts:
-        return f"{x}[()]"
-    return f"{x}[{', '.join(parts)}{',' if len(parts) == 1 else ''}]"
-
-
-slice_p = Primitive(
-    "slice",
-    impl=lambda x, *, starts, limits, strides: x[_slices(starts, limits, strides)],
-    shape=_slice_shape,
-    jvp=lambda primals, tangents, *, out, starts, limits, strides: (
-        None
-        if tangents[0] is None
-        else bind(slice_p, tangents[0], starts=starts, limits=limits, strides=strides)
-    ),
-    vjp=_slice_vjp,
-    batch=_slice_batch,
-    emit=_slice_emit,
-    view_of=0,
-)
+from tracegrad.ir.layout import Layout
+from tracegrad.ir.primitive import READS_INDICES, Primitive
+from tracegrad.ir.types import Aval, is_float, shape_of
+from tracegrad.primitives.batching import batch_size
+from tracegrad.primitives.broadcasting import broadcast_to
+from tracegrad.primitives.slicing import canonical_slice, py_slice
+from tracegrad.primitives.views import move_axis, move_to_front, reshape
 
 # -- the static structure of an advanced index -----------------------------------------------
 #
@@ -174,7 +43,7 @@ def index_tuple(index, arrays) -> tuple:
         elif item == "...":
             out.append(Ellipsis)
         elif isinstance(item, tuple) and item[0] == "slice":
-            out.append(_py_slice(*item[1:]))
+            out.append(py_slice(*item[1:]))
         elif isinstance(item, tuple) and item[0] == "bool":
             out.append(np.bool_(item[1]))
         else:
@@ -402,8 +271,6 @@ def _iota_slot(index, ndim: int, d: int | None) -> int:
 def _batch_index_arrays(index, arrays, dims) -> tuple[list, int]:
     """Batched index arrays with the batch axis first, padded with 1s to one more than the
     rank of the advanced items' per-example broadcast shape, so it leads that shape."""
-    from tracegrad.primitives import shape as _shape
-
     ranks = [len(shape_of(a)) - (d is not None) for a, d in zip(arrays, dims)]
     rank = max(ranks + [1 if _is_bool_item(i) else 0 for i in index])
     out = []
@@ -412,7 +279,7 @@ def _batch_index_arrays(index, arrays, dims) -> tuple[list, int]:
             a = move_to_front(a, d)
             s = shape_of(a)
             if r < rank:
-                a = _shape.reshape(a, (s[0],) + (1,) * (rank - r) + s[1:])
+                a = reshape(a, (s[0],) + (1,) * (rank - r) + s[1:])
         out.append(a)
     return out, rank
 
@@ -483,6 +350,8 @@ gather_p = Primitive(
     vjp=_gather_vjp,
     batch=_gather_batch,
     emit=lambda x, *arrays, index: f"{x}[{_emit_index(index, arrays, True)}]",
+    vjp_reads=READS_INDICES,
+    torch_name="IndexBackward0",
 )
 
 # -- scatter_add ------------------------------------------------------------------------------
@@ -559,11 +428,9 @@ def _scatter_add_batch(args, dims, *, shape, index):
     out_shape = shape[:p] + (size,) + shape[p:]
     o = _batch_position("scatter_add", out_shape, index, arrays, ("F", 0))
     if ud is None:  # every example adds the same updates
-        from tracegrad.primitives import shape as _shape
-
         s = shape_of(updates)
-        updates = _shape.reshape(updates, s[:o] + (1,) + s[o:])
-        updates = _shape.broadcast_to(updates, s[:o] + (size,) + s[o:])
+        updates = reshape(updates, s[:o] + (1,) + s[o:])
+        updates = broadcast_to(updates, s[:o] + (size,) + s[o:])
     else:
         updates = move_axis(updates, ud, o)
     return scatter_add(updates, *arrays, shape=out_shape, index=index), p
@@ -577,6 +444,8 @@ scatter_add_p = Primitive(
     vjp=_scatter_add_vjp,
     batch=_scatter_add_batch,
     emit=_scatter_add_emit,
+    vjp_reads=READS_INDICES,
+    layout=Layout.C,
 )
 
-PRIMITIVES = (slice_p, gather_p, scatter_add_p)
+PRIMITIVES = (gather_p, scatter_add_p)

@@ -1,7 +1,8 @@
-"""Reductions: sum, prod, max, min, argmax, argmin, all, any, and the cumulative sums/products.
+"""Reductions: prod, max, min, argmax, argmin, all, any, and the cumulative sums/products.
 
 Each reduction takes `axis` as a sorted tuple of distinct non-negative axes and a `keepdims`
-flag; the arg-reductions and the cumulative ones take a one-axis tuple. The vjp of a reduction
+flag; the arg-reductions and the cumulative ones take a one-axis tuple (`axes.py`). `sum`
+lives in `broadcasting.py` beside `broadcast_to`, its transpose. The vjp of a reduction
 broadcasts the cotangent back over the reduced axes. `cumsum`/`cumprod` also take `reverse`
 and `exclusive` flags (as `jax.lax.cumsum` and `tf.math.cumprod` do): the transpose of a
 forward cumulative sum is a reverse one, and `prod`'s zero-safe derivative is a product of
@@ -10,88 +11,26 @@ two exclusive cumulative products. The NumPy-facing functions always use the pla
 
 from __future__ import annotations
 
-import builtins
-import functools
 import math
 
 import numpy as np
 
 from tracegrad.core import bind
-from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval, is_float
+from tracegrad.ir.layout import Layout
+from tracegrad.ir.primitive import READS_ALL, READS_NOTHING, Primitive
+from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
-from tracegrad.primitives.broadcasting import shape_of
-
-
-def reduced_shape(shape, axis, keepdims):
-    if keepdims:
-        return tuple(1 if i in axis else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axis)
-
-
-def kept_cotangent(x_bar, shape, axis, keepdims):
-    """Broadcast a reduction's cotangent back to the input `shape`."""
-    from tracegrad.primitives import shape as _shape
-
-    if not keepdims:
-        x_bar = _shape.reshape(x_bar, reduced_shape(shape, axis, True))
-    return _shape.broadcast_to(x_bar, shape)
-
-
-def _keep(v, shape, axis, keepdims):
-    """`v` (a reduction's output or cotangent) with its reduced axes kept as size 1, so it
-    broadcasts against the input."""
-    from tracegrad.primitives import shape as _shape
-
-    kept = reduced_shape(shape, axis, True)
-    return v if keepdims or shape_of(v) == kept else _shape.reshape(v, kept)
-
-
-def _axes(axis) -> tuple[int, ...]:
-    # the binding functions accept any iterable of axes (or one int) and sort it
-    if isinstance(axis, int | np.integer):
-        return (int(axis),)
-    return tuple(sorted(int(a) for a in axis))
-
-
-def _check_axes(name: str, x: Aval, axis, *, single: bool = False) -> None:
-    ok = (
-        isinstance(axis, tuple)
-        and builtins.all(isinstance(a, int) for a in axis)
-        and list(axis) == sorted(set(axis))
-        and builtins.all(0 <= a < x.ndim for a in axis)
-    )
-    if ok and (not single or len(axis) == 1):
-        return
-    want = "a one-axis tuple (a,)" if single else "a sorted tuple of distinct axes"
-    raise ValueError(
-        f"{name}: axis {axis!r} does not fit an array of shape {x.shape} (ndim {x.ndim}); "
-        f"pass {want} with every axis in [0, {x.ndim}) (tracegrad.numpy.{name} normalizes "
-        "NumPy-style axes)"
-    )
-
-
-def _check_nonempty(name: str, x: Aval, axis, why: str) -> None:
-    empty = [a for a in axis if x.shape[a] == 0]
-    if empty:
-        raise ValueError(
-            f"{name}: {why}: axis {empty[0]} of an array of shape {x.shape} has size 0; "
-            "reduce only over non-empty axes"
-        )
-
-
-@functools.lru_cache(maxsize=1024)
-def _result_dtype(fn, dtype: np.dtype) -> np.dtype:
-    # NumPy widens small integers and bools in sum/prod/cumsum/cumprod (to int64/uint64)
-    return fn(np.zeros((1,), dtype)).dtype
-
-
-def _sum_dtype(dtype: np.dtype) -> np.dtype:
-    return _result_dtype(np.sum, np.dtype(dtype))
-
-
-def _float_input(x) -> bool:
-    return is_float(ew._dtype(x))
+from tracegrad.primitives.axes import (
+    as_axes,
+    check_axes,
+    check_nonempty,
+    reduce_batch,
+    reduce_emit,
+    reduced_shape,
+    shift_axes,
+)
+from tracegrad.primitives.broadcasting import accumulated_dtype, keep_axes, sum
+from tracegrad.primitives.views import reshape, transpose
 
 
 def _zero_jvp(primals, tangents, **params):
@@ -102,32 +41,7 @@ def _zero_vjp(x_bar, x, **params):
     return (None,)
 
 
-def _reduce_emit(fname):
-    return lambda x, *, axis, keepdims: f"np.{fname}({x}, axis={axis!r}, keepdims={keepdims!r})"
-
-
-# Batching (JAX's reducer batching): the batch axis stays where it is and the per-example
-# axes at or after it shift up by one, so no transpose is needed. Reducing never touches the
-# batch axis; without keepdims the output's batch axis moves left by the number of reduced
-# axes before it. The cumulative primitives keep the shape, so their batch axis stays put.
-
-
-def _shift_axes(axis, dim):
-    """Per-example axes as axes of the batched array whose batch axis is `dim`."""
-    return tuple(a if a < dim else a + 1 for a in axis)
-
-
-def _reduce_batch(fn):
-    """The batching rule of a reduction whose binding function is `fn(x, axis, keepdims)`."""
-
-    def batch(args, dims, *, axis, keepdims):
-        (x,), (d,) = args, dims
-        if d is None:
-            return fn(x, axis, keepdims), None
-        out_dim = d if keepdims else d - builtins.sum(1 for a in axis if a < d)
-        return fn(x, _shift_axes(axis, d), keepdims), out_dim
-
-    return batch
+# The cumulative primitives keep the shape, so their batch axis stays put.
 
 
 def _cumulative_batch(fn):
@@ -137,57 +51,22 @@ def _cumulative_batch(fn):
         (x,), (d,) = args, dims
         if d is None:
             return fn(x, axis, reverse, exclusive), None
-        return fn(x, _shift_axes(axis, d), reverse, exclusive), d
+        return fn(x, shift_axes(axis, d), reverse, exclusive), d
 
     return batch
 
-
-# -- sum --------------------------------------------------------------------------------------
-
-
-def sum(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
-    """Sum over the axes in `axis` (a normalized tuple)."""
-    return bind(sum_p, x, axis=_axes(axis), keepdims=bool(keepdims))
-
-
-def _sum_shape(x: Aval, *, axis, keepdims):
-    _check_axes("sum", x, axis)
-    return Aval(reduced_shape(x.shape, axis, keepdims), _sum_dtype(x.dtype))
-
-
-def _sum_jvp(primals, tangents, *, out, axis, keepdims):
-    (x_dot,) = tangents
-    return None if x_dot is None else sum(x_dot, axis, keepdims)
-
-
-def _sum_vjp(x_bar, x, *, out, axis, keepdims):
-    # every summed element received the same cotangent
-    if not _float_input(x):
-        return (None,)
-    return (kept_cotangent(x_bar, shape_of(x), axis, keepdims),)
-
-
-sum_p = Primitive(
-    "sum",
-    impl=lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
-    shape=_sum_shape,
-    jvp=_sum_jvp,
-    vjp=_sum_vjp,
-    batch=_reduce_batch(sum),
-    emit=_reduce_emit("sum"),
-)
 
 # -- prod -------------------------------------------------------------------------------------
 
 
 def prod(x, axis, keepdims=False):
     """Product over the axes in `axis` (a normalized tuple)."""
-    return bind(prod_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+    return bind(prod_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def _prod_shape(x: Aval, *, axis, keepdims):
-    _check_axes("prod", x, axis)
-    return Aval(reduced_shape(x.shape, axis, keepdims), _result_dtype(np.prod, x.dtype))
+    check_axes("prod", x, axis)
+    return Aval(reduced_shape(x.shape, axis, keepdims), accumulated_dtype(np.prod, x.dtype))
 
 
 def _others_product(x, axis):
@@ -200,27 +79,25 @@ def _others_product(x, axis):
     every other position 0; with two or more zeros, every position gets 0. Differentiating
     it again goes through cumprod's rule, which treats zeros exactly too.
     """
-    from tracegrad.primitives import shape as _shape
-
     if len(axis) == 1:
         return cumprod(x, axis, exclusive=True) * cumprod(x, axis, reverse=True, exclusive=True)
     shape = shape_of(x)
     nd = len(shape)
     kept = [i for i in range(nd) if i not in axis]
     perm = tuple(kept + list(axis))
-    moved = x if perm == tuple(range(nd)) else _shape.transpose(x, perm)
+    moved = x if perm == tuple(range(nd)) else transpose(x, perm)
     moved_shape = tuple(shape[p] for p in perm)
     k = len(kept)
-    flat = _shape.reshape(moved, moved_shape[:k] + (math.prod(shape[a] for a in axis),))
-    others = _shape.reshape(_others_product(flat, (k,)), moved_shape)
+    flat = reshape(moved, moved_shape[:k] + (math.prod(shape[a] for a in axis),))
+    others = reshape(_others_product(flat, (k,)), moved_shape)
     if perm == tuple(range(nd)):
         return others
-    return _shape.transpose(others, tuple(int(i) for i in np.argsort(perm)))
+    return transpose(others, tuple(int(i) for i in np.argsort(perm)))
 
 
 def _prod_jvp(primals, tangents, *, out, axis, keepdims):
     (x,), (x_dot,) = primals, tangents
-    if x_dot is None or not _float_input(x):
+    if x_dot is None or not carries_derivative(x):
         return None
     if not axis:  # a product over no axes is the identity
         return x_dot
@@ -228,11 +105,11 @@ def _prod_jvp(primals, tangents, *, out, axis, keepdims):
 
 
 def _prod_vjp(x_bar, x, *, out, axis, keepdims):
-    if not _float_input(x):
+    if not carries_derivative(x):
         return (None,)
     if not axis:
         return (x_bar,)
-    return (_keep(x_bar, shape_of(x), axis, keepdims) * _others_product(x, axis),)
+    return (keep_axes(x_bar, shape_of(x), axis, keepdims) * _others_product(x, axis),)
 
 
 prod_p = Primitive(
@@ -241,8 +118,10 @@ prod_p = Primitive(
     shape=_prod_shape,
     jvp=_prod_jvp,
     vjp=_prod_vjp,
-    batch=_reduce_batch(prod),
-    emit=_reduce_emit("prod"),
+    batch=reduce_batch(prod),
+    emit=reduce_emit("prod"),
+    vjp_reads=READS_ALL,
+    layout=Layout.KEEPS_C,
 )
 
 # -- max, min ---------------------------------------------------------------------------------
@@ -250,18 +129,18 @@ prod_p = Primitive(
 
 def max(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
     """Maximum over the axes in `axis` (NumPy's `amax`)."""
-    return bind(max_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+    return bind(max_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def min(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
     """Minimum over the axes in `axis` (NumPy's `amin`)."""
-    return bind(min_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+    return bind(min_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def _chooser_shape(name, ufunc_name):
     def shape(x: Aval, *, axis, keepdims):
-        _check_axes(name, x, axis)
-        _check_nonempty(
+        check_axes(name, x, axis)
+        check_nonempty(
             name,
             x,
             axis,
@@ -278,22 +157,22 @@ def _chooser_weights(x, out, axis, keepdims):
     JAX's rule: tied elements share the derivative evenly, so the weights of a slice sum to 1
     ([1, 3, 3] -> [0, 0.5, 0.5]). A NaN extremum matches nothing and gives NaN weights.
     """
-    hit = ew.astype(ew.equal(x, _keep(out, shape_of(x), axis, keepdims)), ew._dtype(x))
+    hit = ew.astype(ew.equal(x, keep_axes(out, shape_of(x), axis, keepdims)), dtype_of(x))
     return hit / sum(hit, axis, True)
 
 
 def _chooser_jvp(primals, tangents, *, out, axis, keepdims):
     (x,), (x_dot,) = primals, tangents
-    if x_dot is None or not _float_input(x):
+    if x_dot is None or not carries_derivative(x):
         return None
     return sum(x_dot * _chooser_weights(x, out, axis, keepdims), axis, keepdims)
 
 
 def _chooser_vjp(x_bar, x, *, out, axis, keepdims):
-    if not _float_input(x):
+    if not carries_derivative(x):
         return (None,)
     weights = _chooser_weights(x, out, axis, keepdims)
-    return (_keep(x_bar, shape_of(x), axis, keepdims) * weights,)
+    return (keep_axes(x_bar, shape_of(x), axis, keepdims) * weights,)
 
 
 max_p = Primitive(
@@ -302,8 +181,11 @@ max_p = Primitive(
     shape=_chooser_shape("max", "maximum"),
     jvp=_chooser_jvp,
     vjp=_chooser_vjp,
-    batch=_reduce_batch(max),
-    emit=_reduce_emit("max"),
+    batch=reduce_batch(max),
+    emit=reduce_emit("max"),
+    vjp_reads=READS_ALL,
+    layout=Layout.KEEPS_C,
+    torch_name="MaxBackward1",
 )
 
 min_p = Primitive(
@@ -312,8 +194,11 @@ min_p = Primitive(
     shape=_chooser_shape("min", "minimum"),
     jvp=_chooser_jvp,
     vjp=_chooser_vjp,
-    batch=_reduce_batch(min),
-    emit=_reduce_emit("min"),
+    batch=reduce_batch(min),
+    emit=reduce_emit("min"),
+    vjp_reads=READS_ALL,
+    layout=Layout.KEEPS_C,
+    torch_name="MinBackward1",
 )
 
 # -- argmax, argmin ---------------------------------------------------------------------------
@@ -321,18 +206,18 @@ min_p = Primitive(
 
 def argmax(x, axis, keepdims=False):
     """Index of the maximum along the one axis in `axis` (a one-axis tuple or an int)."""
-    return bind(argmax_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+    return bind(argmax_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def argmin(x, axis, keepdims=False):
     """Index of the minimum along the one axis in `axis` (a one-axis tuple or an int)."""
-    return bind(argmin_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+    return bind(argmin_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def _arg_shape(name):
     def shape(x: Aval, *, axis, keepdims):
-        _check_axes(name, x, axis, single=True)
-        _check_nonempty(name, x, axis, f"attempt to get {name} of an empty sequence")
+        check_axes(name, x, axis, single=True)
+        check_nonempty(name, x, axis, f"attempt to get {name} of an empty sequence")
         return Aval(reduced_shape(x.shape, axis, keepdims), np.intp)
 
     return shape
@@ -348,9 +233,11 @@ argmax_p = Primitive(
     shape=_arg_shape("argmax"),
     jvp=_zero_jvp,
     vjp=_zero_vjp,
-    batch=_reduce_batch(argmax),
+    batch=reduce_batch(argmax),
     emit=_arg_emit("argmax"),
     differentiable=False,
+    vjp_reads=READS_NOTHING,
+    layout=Layout.KEEPS_C,
 )
 
 argmin_p = Primitive(
@@ -359,9 +246,11 @@ argmin_p = Primitive(
     shape=_arg_shape("argmin"),
     jvp=_zero_jvp,
     vjp=_zero_vjp,
-    batch=_reduce_batch(argmin),
+    batch=reduce_batch(argmin),
     emit=_arg_emit("argmin"),
     differentiable=False,
+    vjp_reads=READS_NOTHING,
+    layout=Layout.KEEPS_C,
 )
 
 # -- all, any ---------------------------------------------------------------------------------
@@ -369,17 +258,17 @@ argmin_p = Primitive(
 
 def all(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
     """Logical AND over the axes in `axis` (bool result)."""
-    return bind(all_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+    return bind(all_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def any(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
     """Logical OR over the axes in `axis` (bool result)."""
-    return bind(any_p, x, axis=_axes(axis), keepdims=bool(keepdims))
+    return bind(any_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def _logical_shape(name):
     def shape(x: Aval, *, axis, keepdims):
-        _check_axes(name, x, axis)
+        check_axes(name, x, axis)
         return Aval(reduced_shape(x.shape, axis, keepdims), np.bool_)
 
     return shape
@@ -391,9 +280,11 @@ all_p = Primitive(
     shape=_logical_shape("all"),
     jvp=_zero_jvp,
     vjp=_zero_vjp,
-    batch=_reduce_batch(all),
-    emit=_reduce_emit("all"),
+    batch=reduce_batch(all),
+    emit=reduce_emit("all"),
     differentiable=False,
+    vjp_reads=READS_NOTHING,
+    layout=Layout.KEEPS_C,
 )
 
 any_p = Primitive(
@@ -402,9 +293,11 @@ any_p = Primitive(
     shape=_logical_shape("any"),
     jvp=_zero_jvp,
     vjp=_zero_vjp,
-    batch=_reduce_batch(any),
-    emit=_reduce_emit("any"),
+    batch=reduce_batch(any),
+    emit=reduce_emit("any"),
     differentiable=False,
+    vjp_reads=READS_NOTHING,
+    layout=Layout.KEEPS_C,
 )
 
 # -- cumsum, cumprod --------------------------------------------------------------------------
@@ -415,12 +308,12 @@ any_p = Primitive(
 
 def cumsum(x, axis, reverse=False, exclusive=False):
     """Cumulative sum along the one axis in `axis` (a one-axis tuple or an int)."""
-    return bind(cumsum_p, x, axis=_axes(axis), reverse=bool(reverse), exclusive=bool(exclusive))
+    return bind(cumsum_p, x, axis=as_axes(axis), reverse=bool(reverse), exclusive=bool(exclusive))
 
 
 def cumprod(x, axis, reverse=False, exclusive=False):
     """Cumulative product along the one axis in `axis` (a one-axis tuple or an int)."""
-    return bind(cumprod_p, x, axis=_axes(axis), reverse=bool(reverse), exclusive=bool(exclusive))
+    return bind(cumprod_p, x, axis=as_axes(axis), reverse=bool(reverse), exclusive=bool(exclusive))
 
 
 def _cumulative_impl(fn, identity):
@@ -450,22 +343,22 @@ def _cumulative_emit(fname, identity):
 
 def _cumulative_shape(name, fn):
     def shape(x: Aval, *, axis, reverse, exclusive):
-        _check_axes(name, x, axis, single=True)
-        return Aval(x.shape, _result_dtype(fn, x.dtype))
+        check_axes(name, x, axis, single=True)
+        return Aval(x.shape, accumulated_dtype(fn, x.dtype))
 
     return shape
 
 
 def _cumsum_jvp(primals, tangents, *, out, axis, reverse, exclusive):
     (x,), (x_dot,) = primals, tangents
-    if x_dot is None or not _float_input(x):
+    if x_dot is None or not carries_derivative(x):
         return None
     return cumsum(x_dot, axis, reverse, exclusive)
 
 
 def _cumsum_vjp(x_bar, x, *, out, axis, reverse, exclusive):
     # the transpose of accumulating from the front is accumulating from the back
-    if not _float_input(x):
+    if not carries_derivative(x):
         return (None,)
     return (cumsum(x_bar, axis, not reverse, exclusive),)
 
@@ -478,6 +371,7 @@ cumsum_p = Primitive(
     vjp=_cumsum_vjp,
     batch=_cumulative_batch(cumsum),
     emit=_cumulative_emit("cumsum", 0),
+    vjp_reads=READS_NOTHING,
 )
 
 
@@ -502,7 +396,7 @@ def _cumprod_parts(x, axis, reverse, exclusive):
 
 def _cumprod_jvp(primals, tangents, *, out, axis, reverse, exclusive):
     (x,), (x_dot,) = primals, tangents
-    if x_dot is None or not _float_input(x):
+    if x_dot is None or not carries_derivative(x):
         return None
     zero, x_safe, y_safe, single = _cumprod_parts(x, axis, reverse, exclusive)
     away = out * cumsum(ew.where(zero, 0.0, x_dot / x_safe), axis, reverse, exclusive)
@@ -511,7 +405,7 @@ def _cumprod_jvp(primals, tangents, *, out, axis, reverse, exclusive):
 
 
 def _cumprod_vjp(x_bar, x, *, out, axis, reverse, exclusive):
-    if not _float_input(x):
+    if not carries_derivative(x):
         return (None,)
     zero, x_safe, y_safe, single = _cumprod_parts(x, axis, reverse, exclusive)
     away = cumsum(x_bar * out, axis, not reverse, exclusive) / x_safe
@@ -527,6 +421,7 @@ cumprod_p = Primitive(
     vjp=_cumprod_vjp,
     batch=_cumulative_batch(cumprod),
     emit=_cumulative_emit("cumprod", 1),
+    vjp_reads=READS_ALL,
 )
 
-PRIMITIVES = (sum_p, prod_p, max_p, min_p, argmax_p, argmin_p, all_p, any_p, cumsum_p, cumprod_p)
+PRIMITIVES = (prod_p, max_p, min_p, argmax_p, argmin_p, all_p, any_p, cumsum_p, cumprod_p)

@@ -15,6 +15,7 @@ import numpy as np
 from tracegrad import numpy as tnp
 from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives import products
 from tracegrad.tensor import Tensor, get_default_dtype
 from tracegrad.torch_ops.comparisons import gt, lt
 from tracegrad.torch_ops.conventions import _as_tensor, _named
@@ -107,13 +108,7 @@ def matmul(input, other):
     ):
         (n, k), (k2, m) = input.shape, other.shape
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
-    return _binary(_linalg().matmul_p, input, other)
-
-
-def _linalg():
-    from tracegrad.primitives import linalg
-
-    return linalg
+    return _binary(products.matmul_p, input, other)
 
 
 def mm(input, mat2):

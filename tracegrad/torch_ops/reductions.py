@@ -13,7 +13,7 @@ from collections import namedtuple
 import numpy as np
 
 from tracegrad import numpy as tnp
-from tracegrad.primitives import reduction
+from tracegrad.primitives import broadcasting, reduction
 from tracegrad.tensor import Tensor
 from tracegrad.torch_ops.arithmetic import (
     abs,
@@ -44,7 +44,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - PyTorch'
     elif x.dtype.kind in "bi" and x.dtype != np.int64 or x.dtype.kind == "u":
         x = x._astype(np.int64)
     axes = _dims(dim, x.ndim)
-    out = reduction.sum(x, tuple(range(x.ndim)) if axes is None else axes, keepdim)
+    out = broadcasting.sum(x, tuple(range(x.ndim)) if axes is None else axes, keepdim)
     return _named(out, "SumBackward0" if dim is None else "SumBackward1", (input,))
 
 
@@ -62,7 +62,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     axes = tuple(range(x.ndim)) if axes is None else axes
     count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
     with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, quietly
-        out = div(reduction.sum(x, axes, keepdim), count)
+        out = div(broadcasting.sum(x, axes, keepdim), count)
     name = "MeanBackward0" if dim is None else "MeanBackward1"
     return _named(out, name, (input,), pinned=True)
 
@@ -85,7 +85,7 @@ def var(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
     axes = tuple(range(x.ndim)) if axes is None else axes
     n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
     centered = sub(x, mean(x, axes, keepdim=True))
-    total = reduction.sum(mul(centered, centered), axes, keepdim)
+    total = broadcasting.sum(mul(centered, centered), axes, keepdim)
     return _named(div(total, builtins.max(n - correction, 0)), "VarBackward0", (input,))
 
 
@@ -176,7 +176,7 @@ def logsumexp(input, dim, keepdim=False):
     axes = _dims(dim, x.ndim)
     m = reduction.max(x.detach(), axes, True)
     m = where(isfinite(m), m, 0.0)
-    out = add(log(reduction.sum(exp(sub(x, m)), axes, True)), m)
+    out = add(log(broadcasting.sum(exp(sub(x, m)), axes, True)), m)
     return _named(out if keepdim else squeeze(out, axes), "LogsumexpBackward0", (input,))
 
 
@@ -185,7 +185,7 @@ def softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
     axes = _dims(dim, x.ndim)
     e = exp(sub(x, reduction.max(x.detach(), axes, True)))
-    return _named(div(e, reduction.sum(e, axes, True)), "SoftmaxBackward0", (input,))
+    return _named(div(e, broadcasting.sum(e, axes, True)), "SoftmaxBackward0", (input,))
 
 
 @_numpy_names
@@ -194,7 +194,7 @@ def log_softmax(input, dim, dtype=None):
     axes = _dims(dim, x.ndim)
     m = reduction.max(x.detach(), axes, True)
     shifted = sub(x, where(isfinite(m), m, 0.0))  # (x - max) - log(sum(exp(x - max)))
-    out = sub(shifted, log(reduction.sum(exp(shifted), axes, True)))
+    out = sub(shifted, log(broadcasting.sum(exp(shifted), axes, True)))
     return _named(out, "LogSoftmaxBackward0", (input,))
 
 

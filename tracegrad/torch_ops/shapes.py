@@ -15,7 +15,7 @@ import numpy as np
 from tracegrad import numpy as tnp
 from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
-from tracegrad.primitives import shape
+from tracegrad.primitives import views
 from tracegrad.tensor import Tensor, _check_device
 from tracegrad.torch_ops.conventions import _alias, _as_tensor, _dims, _named, _shape_args
 from tracegrad.torch_ops.promotion import _cast, result_type
@@ -61,7 +61,7 @@ def t(input):
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     if x.ndim < 2:
         return _alias(x, "TBackward0")
-    return _named(shape.transpose(x, (1, 0)), "TBackward0")
+    return _named(views.transpose(x, (1, 0)), "TBackward0")
 
 
 def transpose(input, dim0, dim1):
@@ -72,7 +72,7 @@ def transpose(input, dim0, dim1):
     axes = list(range(x.ndim))
     d0, d1 = _dims(dim0, x.ndim)[0], _dims(dim1, x.ndim)[0]
     axes[d0], axes[d1] = axes[d1], axes[d0]
-    return _named(shape.transpose(x, tuple(axes)), "TransposeBackward0")
+    return _named(views.transpose(x, tuple(axes)), "TransposeBackward0")
 
 
 swapaxes = swapdims = transpose
@@ -88,7 +88,7 @@ def permute(input, *dims):
             f"{x.ndim} is not equal to len(dims) = {len(dims)}"
         )
     dims = tuple(d % x.ndim for d in dims)
-    return _named(shape.transpose(x, dims), "PermuteBackward0")
+    return _named(views.transpose(x, dims), "PermuteBackward0")
 
 
 def unsqueeze(input, dim):

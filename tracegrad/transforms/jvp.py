@@ -16,23 +16,17 @@ from tracegrad.transforms.partial import Split, linear_split
 from tracegrad.transforms.vjp import Reader, conform
 
 
-def _checked(t, aval, prim_name: str):
-    return conform(t, aval, "jvp", prim_name)
-
-
 def tangent_pass(graph: Graph, read: Reader, tangents: Sequence) -> list:
     """Tangents of `graph.outputs` (None where structurally zero) given the inputs' tangents."""
-    tans: dict[Node, object] = {}
+    tans: dict[Node, tuple] = {}  # one tangent (or None) per output of each moving node
     for e, t in zip(graph.inputs, tangents):
-        t = _checked(t, e.aval, "an input")
+        t = conform(t, e.aval, "jvp", "an input")
         if t is not None:
-            tans[e.node] = t
+            tans[e.node] = (t,)
 
     def tangent_of(e: Edge):
-        t = tans.get(e.node)
-        if t is not None and e.node.prim.multiple_results:
-            return t[e.index]
-        return t
+        ts = tans.get(e.node)
+        return None if ts is None else ts[e.index]
 
     for node in graph.nodes:
         if node.prim is const_p:
@@ -40,22 +34,17 @@ def tangent_pass(graph: Graph, read: Reader, tangents: Sequence) -> list:
         ins = [tangent_of(e) for e in node.inputs]
         if all(t is None for t in ins):
             continue
+        prim = node.prim
         primals = [read(e) for e in node.inputs]
-        if node.prim.multiple_results:
-            out = tuple(read(Edge(node, i)) for i in range(len(node.out_avals)))
-        else:
-            out = read(Edge(node, 0))
-        t_out = node.prim.jvp(tuple(primals), tuple(ins), out=out, **node.params)
-        if node.prim.multiple_results:
-            if t_out is None:
-                continue
-            t_out = tuple(_checked(t, a, node.prim.name) for t, a in zip(t_out, node.out_avals))
-            if any(t is not None for t in t_out):
-                tans[node] = t_out
-        else:
-            t_out = _checked(t_out, node.out_avals[0], node.prim.name)
-            if t_out is not None:
-                tans[node] = t_out
+        out = prim.result([read(e) for e in node.outputs])
+        t_out = prim.jvp(tuple(primals), tuple(ins), out=out, **node.params)
+        if t_out is None:
+            continue
+        ts = tuple(
+            conform(t, a, "jvp", prim.name) for t, a in zip(prim.results(t_out), node.out_avals)
+        )
+        if any(t is not None for t in ts):
+            tans[node] = ts
     return [tangent_of(e) for e in graph.outputs]
 
 

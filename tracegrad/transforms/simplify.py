@@ -17,15 +17,17 @@ What "bit for bit" takes here (DESIGN.md §2: a simplified program gives exactly
   `np.sum(x.T)` and `np.sum(np.ascontiguousarray(x.T))` differ in the last bits. A rewrite that
   swaps a fresh array for an existing one (`x * 1 -> x`) is applied only where both have the
   same strides: `x` known C-contiguous (or dense, with scalar partners), or of size <= 1. A
-  static analysis tracks that (`_C`, `_DENSE`, `_ANY`); graph inputs may have any layout
-  unless the caller promises C-contiguous arguments (`contiguous_inputs=True`).
+  static analysis tracks that from each primitive's declared `layout` (`tracegrad.ir.layout`:
+  C order, dense, any); graph inputs may have any layout unless the caller promises
+  C-contiguous arguments (`contiguous_inputs=True`).
   View-to-view rewrites (transpose of transpose, reshape or broadcast_to to the same shape)
   give identical views and need no condition; reshape of reshape needs a C-contiguous base.
 - `x ** 2 -> x * x` only for the dtypes where NumPy's power gives the bits of `x * x`
   (checked once per dtype on special and random values), and `x ** 1 -> x` likewise.
 - Two rewrites may change which NaN a NaN result carries (never whether it is NaN): CSE
-  shares `a + b` with `b + a` (and `*`), which differ only when both operands are NaN with
-  different payloads; `x * 1 -> x` keeps a quiet NaN but not a signalling one.
+  shares `a + b` with `b + a` (primitives declared `commutative`), which differ only when both
+  operands are NaN with different payloads; `x * 1 -> x` keeps a quiet NaN but not a
+  signalling one.
 - A fresh output is never replaced by a graph input or constant (callers may write to it).
 - Folding runs the primitive's own `impl` with floating-point errors raised: a node whose
   evaluation warns stays a node, so the warning still happens at run time. It does not fold
@@ -47,12 +49,13 @@ import warnings
 import numpy as np
 
 from tracegrad import config
+from tracegrad.ir import layout as lay
 from tracegrad.ir.graph import Edge, Graph, Node, Params, const_node, const_p, with_consts
 from tracegrad.ir.types import Aval
 from tracegrad.ir.verify import expected_avals, verify
+from tracegrad.primitives import broadcasting as bc
 from tracegrad.primitives import elementwise as ew
-from tracegrad.primitives import reduction as red
-from tracegrad.primitives import shape as sh
+from tracegrad.primitives import views
 
 __all__ = [
     "BARRIER_PRIMITIVES",
@@ -73,31 +76,8 @@ MAX_ROUNDS = 8
 _FOLD_MIN_SIZE = 64
 _FOLD_GROWTH = 2
 
-# Layout classes of a value at run time (see the module docstring).
-_C = 0  # C-contiguous (or size <= 1, where strides do not matter)
-_DENSE = 1  # a fresh array: dense, positive strides, axes in some order
-_ANY = 2  # unknown: a graph input, a broadcast or flipped view, a copy or a view
-
-# Binary primitives whose two operands may be swapped for CSE (see the module docstring).
-_COMMUTATIVE = frozenset(
-    {
-        ew.add_p,
-        ew.multiply_p,
-        ew.equal_p,
-        ew.not_equal_p,
-        ew.logical_and_p,
-        ew.logical_or_p,
-        ew.logical_xor_p,
-    }
-)
-# Primitives that always return a newly allocated array (never an input or a view of one).
-_FRESH = frozenset(
-    {p for p in ew.PRIMITIVES if isinstance(p.impl, np.ufunc)}
-    | {ew.where_p, ew.clip_p, ew.astype_p, red.sum_p, red.prod_p, red.max_p, red.min_p}
-)
-# Of those, the ones whose output is C-contiguous when every input is (NumPy's K order).
-_KEEPS_C = _FRESH
-_VIEW_OF_INPUT = frozenset({sh.reshape_p, sh.expand_dims_p, sh.squeeze_p})
+# Layout classes of a value at run time (see the module docstring and tracegrad.ir.layout).
+_C, _DENSE, _ANY = lay.C_ORDER, lay.DENSE, lay.ANY
 
 
 # -- public passes --------------------------------------------------------------------------
@@ -272,7 +252,7 @@ class _Pass:
         pkey = _params_key(params)
         if pkey is None:
             return None
-        if prim in _COMMUTATIVE and len(ins) == 2 and self.swappable(*ins):
+        if prim.commutative and len(ins) == 2 and self.swappable(*ins):
             a, b = ins
             rank = self.rank
             if (rank.get(b.node, 0), b.index) < (rank.get(a.node, 0), a.index):
@@ -379,27 +359,16 @@ class _Pass:
                 return _C
             return _DENSE if v.flags.f_contiguous else _ANY
         ins = node.inputs
-        if prim in _KEEPS_C:
-            return _C if all(self.is_c(e) for e in ins) else _DENSE
-        if prim is ew.stop_gradient_p:
-            return self.layout.get(ins[0].node, _ANY)
-        if prim in _VIEW_OF_INPUT:
-            return _C if self.is_c(ins[0]) else _ANY
-        if prim is sh.ascontiguousarray_p:
-            return _C
-        if prim in (sh.transpose_p, sh.broadcast_to_p) and ins[0].aval == node.out_avals[0]:
-            return self.layout.get(ins[0].node, _ANY)  # the identity: the same strides
-        if prim is sh.transpose_p:
-            return _DENSE if self.layout.get(ins[0].node, _ANY) != _ANY else _ANY
-        return _ANY
+        classes = [_C if self.is_c(e) else self.layout.get(e.node, _ANY) for e in ins]
+        base = classes[prim.view_of] if prim.view_of is not None else _ANY
+        return lay.classify(prim.layout, classes, base)
 
     def fresh_of(self, node: Node) -> bool:
         prim = node.prim
-        if prim in _FRESH:
+        if prim.layout.fresh:
             return True
-        if prim.view_of is not None or prim is ew.stop_gradient_p:
-            src = node.inputs[prim.view_of or 0].node
-            return self.fresh.get(src, False)
+        if prim.layout.view:  # a view of a fresh array may be handed out like it
+            return self.fresh.get(node.inputs[prim.view_of].node, False)
         return False
 
     def copy_ok(self, node: Node, x: Edge, *others: Edge) -> bool:
@@ -510,7 +479,7 @@ def _transpose_rule(p: _Pass, node: Node, ins):
     (x,) = ins
     out = node.out_avals[0]
     perm = node.params["axes"]
-    inner = p.producer(x, sh.transpose_p)
+    inner = p.producer(x, views.transpose_p)
     if inner is not None:
         first = inner.params["axes"]
         x = inner.inputs[0]
@@ -519,7 +488,7 @@ def _transpose_rule(p: _Pass, node: Node, ins):
         return x if x.aval == out else None
     if inner is None:
         return None
-    return p.make(sh.transpose_p, (x,), {"axes": perm}, out)
+    return p.make(views.transpose_p, (x,), {"axes": perm}, out)
 
 
 def _reshape_rule(p: _Pass, node: Node, ins):
@@ -527,12 +496,12 @@ def _reshape_rule(p: _Pass, node: Node, ins):
     out = node.out_avals[0]
     if x.aval == out:
         return x  # np.reshape to the same shape: a view with the same strides
-    inner = p.producer(x, sh.reshape_p)
+    inner = p.producer(x, views.reshape_p)
     if inner is not None and p.is_c(inner.inputs[0]):
         base = inner.inputs[0]
         if base.aval == out:
             return base
-        return p.make(sh.reshape_p, (base,), {"shape": node.params["shape"]}, out)
+        return p.make(views.reshape_p, (base,), {"shape": node.params["shape"]}, out)
     return None
 
 
@@ -560,7 +529,7 @@ def _sum_rule(p: _Pass, node: Node, ins):
         return None
     if x.aval == out:
         return x
-    return p.make(sh.reshape_p, (x,), {"shape": out.shape}, out)
+    return p.make(views.reshape_p, (x,), {"shape": out.shape}, out)
 
 
 _RULES = {
@@ -572,10 +541,10 @@ _RULES = {
     ew.negative_p: _neg_rule,
     ew.positive_p: _positive_rule,
     ew.astype_p: _astype_rule,
-    sh.transpose_p: _transpose_rule,
-    sh.reshape_p: _reshape_rule,
-    sh.broadcast_to_p: _broadcast_to_rule,
-    red.sum_p: _sum_rule,
+    views.transpose_p: _transpose_rule,
+    views.reshape_p: _reshape_rule,
+    bc.broadcast_to_p: _broadcast_to_rule,
+    bc.sum_p: _sum_rule,
 }
 
 # -- constants ------------------------------------------------------------------------------

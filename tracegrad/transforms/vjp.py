@@ -1,30 +1,43 @@
 """Reverse mode: the backward pass over a graph, and the vjp transform that splits it.
 
-`backward_pass` walks a graph's nodes in reverse, calling each primitive's vjp rule on the
-forward values and summing cotangents per edge. It is written with `bind`-based operations
-only, so the same loop either computes gradients right away (given arrays) or records a
-backward graph (given tracers); `grad(grad(f))` and the shim's `create_graph` need nothing
-else. `vjp_graph` traces that loop with abstract cotangents and splits the result by
-dependence: nodes that do not depend on a cotangent are forward work (kept with the forward
-graph, their outputs become residuals); the rest is the backward graph (DESIGN.md §4).
-
-A vjp rule may return, in place of a cotangent, a zero-argument callable that computes it:
-the pass calls it only if that input needs a cotangent (PyTorch's `needs_input_grad`), so
-`X @ W` with a constant `X` never computes `X`'s cotangent.
+`vjp_step` is one node's share of reverse mode: the node's vjp rule applied to its output
+cotangent and forward values, computing only the input cotangents that are needed (a
+primitive whose vjp is given input by input never computes a constant operand's). The
+functional `backward_pass` is a loop of steps over a graph in reverse, summing cotangents per
+edge; the PyTorch-style tensors run their own loop over the same step (with hooks and saved
+values, `tracegrad.autograd.engine`). Rules bind ordinary primitives, so the same loop either
+computes gradients right away (given arrays) or records a backward graph (given tracers);
+`grad(grad(f))` and `create_graph` need nothing else. `vjp_graph` traces the loop with
+abstract cotangents and splits the result by dependence: nodes that do not depend on a
+cotangent are forward work (kept with the forward graph, their outputs become residuals);
+the rest is the backward graph (DESIGN.md §4).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tracegrad.core import Tracer
 from tracegrad.ir.graph import Edge, Graph, Node, const_p
-from tracegrad.ir.types import is_float
-from tracegrad.primitives.broadcasting import shape_of
+from tracegrad.ir.types import is_float, shape_of
 from tracegrad.primitives.elementwise import astype
 from tracegrad.transforms.partial import Split, linear_split
 
 Reader = Callable[[Edge], object]
+
+
+def vjp_step(node: Node, bar, primals: Sequence, out, needs: Sequence[bool]) -> tuple:
+    """One cotangent per input of `node` (None where none flows), given its output
+    cotangent `bar` and forward values as its vjp rule takes them; `needs[i]` says whether
+    input i wants one. The rule's results are not yet checked (see `conform`)."""
+    prim = node.prim
+    rule_of = prim.input_vjp
+    if rule_of is None:
+        return prim.vjp(bar, *primals, out=out, **node.params)
+    bars = []
+    for i, need in enumerate(needs):
+        rule = rule_of(i) if need else None
+        bars.append(None if rule is None else rule(bar, *primals, out=out, **node.params))
+    return tuple(bars)
 
 
 def active_nodes(graph: Graph, wrt: Sequence[bool]) -> set[Node]:
@@ -37,37 +50,26 @@ def active_nodes(graph: Graph, wrt: Sequence[bool]) -> set[Node]:
 
 
 class Cotangents:
-    """Cotangents per edge, summed over the edge's uses; only active float edges keep one."""
+    """Cotangents per edge, summed over the edge's uses (callers add only to active edges)."""
 
-    def __init__(self, active: set[Node]):
-        self.active = active
-        self.bars: dict[Node, object] = {}
+    def __init__(self):
+        self.bars: dict = {}
 
     def add(self, edge: Edge, bar) -> None:
-        if bar is None or edge.node not in self.active:
-            return
-        bar = force(bar)
+        bar = conform(bar, edge.aval, "vjp", edge.node.prim.name)
         if bar is None:
             return
-        bar = conform(bar, edge.node.out_avals[edge.index], "vjp", edge.node.prim.name)
-        if bar is None:
-            return
-        node = edge.node
-        if node.prim.multiple_results:
-            slots = self.bars.get(node)
-            if slots is None:
-                slots = self.bars[node] = [None] * len(node.out_avals)
-            old = slots[edge.index]
-            slots[edge.index] = bar if old is None else old + bar
-        else:
-            old = self.bars.get(node)
-            self.bars[node] = bar if old is None else old + bar
+        old = self.bars.get(edge)
+        self.bars[edge] = bar if old is None else old + bar
 
     def pop(self, node: Node):
-        bar = self.bars.pop(node, None)
-        if bar is not None and node.prim.multiple_results:
-            return None if all(b is None for b in bar) else tuple(bar)
-        return bar
+        """`node`'s output cotangent as its vjp rule takes it (None when none arrived).
+
+        Keys are plain `(node, index)` tuples, equal to the edges they were added under."""
+        if not node.prim.multiple_results:
+            return self.bars.pop((node, 0), None)
+        bars = [self.bars.pop((node, i), None) for i in range(len(node.out_avals))]
+        return None if all(b is None for b in bars) else tuple(bars)
 
 
 def conform(value, aval, rule: str, prim_name: str):
@@ -88,100 +90,55 @@ def conform(value, aval, rule: str, prim_name: str):
     return value
 
 
-def force(bar):
-    """A cotangent from a vjp rule, calling it if the rule returned a thunk."""
-    return bar() if callable(bar) and not isinstance(bar, Tracer) else bar
-
-
-def call_vjp(prim, cotangent, *primals, out, **params) -> tuple:
-    """`prim.vjp` with every cotangent computed (tests and tools that want them all)."""
-    return tuple(force(b) for b in prim.vjp(cotangent, *primals, out=out, **params))
-
-
-class PassHooks:
-    """What a caller may do at each node of the backward pass (the shim's hooks and saved
-    values); the default does nothing. The functional transforms pass none.
-
-    `before` runs only for the nodes in `special`, `after` only for those in `post`: most
-    nodes have no hooks, and the pass skips the calls for them."""
-
-    special: frozenset | set = frozenset()
-    post: frozenset | set = frozenset()
-
-    def primals(self, node: Node) -> tuple[list, object]:
-        """The forward values `node`'s vjp rule reads: its inputs and its output(s)."""
-        raise NotImplementedError
-
-    def before(self, node: Node, bar):
-        """`node`'s output cotangent before its rule runs; may replace it, or return None
-        to stop the pass at this node."""
-        return bar
-
-    def after(self, node: Node, bar, in_bars) -> tuple:
-        """The cotangents `node`'s rule returned for its inputs; may replace them."""
-        return in_bars
-
-
 def backward_pass(
     graph: Graph,
-    read: Reader | None,
+    read: Reader,
     out_bars: Sequence,
     wrt: Sequence[bool],
     release: Callable[[Node], None] | None = None,
-    *,
-    hooks: PassHooks | None = None,
-    active: set[Node] | None = None,
 ) -> list:
     """Cotangents of `graph.inputs` (None where none flows) given the outputs' cotangents.
 
     `read(edge)` gives the forward value of an edge: arrays to compute gradients now, tracers
     to record them. `release(node)` is called once a node's forward value is no longer needed
-    (its own rule has run), so a caller can free it, as PyTorch frees saved tensors. The shim
-    passes `hooks` (which then also supply the forward values) and the `active` nodes, those
-    between the outputs and the inputs it asks about.
+    (its own rule has run), so a caller can free it, as PyTorch frees saved tensors.
     """
-    if active is None:
-        active = active_nodes(graph, wrt)
-    bars = Cotangents(active)
+    active = active_nodes(graph, wrt)
+    bars = Cotangents()
     for e, b in zip(graph.outputs, out_bars):
-        bars.add(e, b)
-    special = hooks.special if hooks is not None else ()
-    post = hooks.post if hooks is not None else ()
+        if b is not None and e.node in active:
+            bars.add(e, b)
     for node in reversed(graph.nodes):
-        bar = bars.pop(node) if node in active else None
-        if bar is not None and node in special:
-            bar = hooks.before(node, bar)
-        if bar is not None and node.prim is not const_p:
-            if hooks is not None:
-                primals, out = hooks.primals(node)
-            else:
+        if node in active and node.prim is not const_p:
+            bar = bars.pop(node)
+            if bar is not None:
                 primals = [read(e) for e in node.inputs]
-                if node.prim.multiple_results:
-                    out = tuple(read(Edge(node, i)) for i in range(len(node.out_avals)))
-                else:
-                    out = read(Edge(node, 0))
-            in_bars = node.prim.vjp(bar, *primals, out=out, **node.params)
-            if node in post:
-                in_bars = hooks.after(node, bar, in_bars)
-            for e, b in zip(node.inputs, in_bars):
-                if b is not None and e.node in active:  # constants take no cotangent
-                    bars.add(e, b)
+                out = node.prim.result([read(e) for e in node.outputs])
+                needs = [e.node in active for e in node.inputs]
+                for e, b in zip(node.inputs, vjp_step(node, bar, primals, out, needs)):
+                    if b is not None and e.node in active:  # constants take no cotangent
+                        bars.add(e, b)
         if release is not None:
             release(node)
     return [bars.pop(e.node) for e in graph.inputs]
 
 
-def value_reader(values: dict[Node, object], inputs: dict[Node, object] | None = None) -> Reader:
-    """`read` over the values a concrete trace or an interpreter run kept (per node)."""
+def value_reader(values: dict[Node, tuple]) -> Reader:
+    """`read` over the values a concrete trace or an interpreter run kept (one tuple of
+    output values per node; constants hold their own)."""
 
     def read(e: Edge):
-        node = e.node
+        node = e[0]
         if node.prim is const_p:
             return node.params["value"]
-        v = values[node]
-        return v[e.index] if node.prim.multiple_results else v
+        return values[node][e[1]]
 
     return read
+
+
+def call_vjp(prim, cotangent, *primals, out, **params) -> tuple:
+    """`prim.vjp` with every cotangent computed (tests and tools that want them all)."""
+    return prim.vjp(cotangent, *primals, out=out, **params)
 
 
 # -- the graph transform ----------------------------------------------------------------------

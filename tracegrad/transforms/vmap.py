@@ -18,42 +18,41 @@ from tracegrad.ir.graph import Graph, Node, const_p
 
 def batch_pass(graph: Graph, args: Sequence, dims: Sequence[int | None]) -> tuple[list, list]:
     """Outputs of `graph` and their batch axes, given batched inputs."""
-    env: dict[Node, tuple] = {}
+    env: dict[Node, tuple] = {}  # node -> (its output values, their batch axes)
     for e, a, d in zip(graph.inputs, args, dims):
-        env[e.node] = (a, d)
-    for node, free in zip(graph.nodes, free_schedule(graph)):
+        env[e.node] = ((a,), (d,))
+
+    def read(e):
+        """(value, batch axis) of edge `e` (a constant not listed in the graph is unbatched)."""
+        node = e.node
         if node.prim is const_p:
-            env[node] = (node.params["value"], None)
-        else:
+            return node.params["value"], None
+        outs, out_dims = env[node]
+        return outs[e.index], out_dims[e.index]
+
+    for node, free in zip(graph.nodes, free_schedule(graph)):
+        prim = node.prim
+        if prim is not const_p:
             vals, ds = [], []
             for e in node.inputs:
-                v, d = _read(env, e)
+                v, d = read(e)
                 vals.append(v)
                 ds.append(d)
             if all(d is None for d in ds):
-                out = bind(node.prim, *vals, **node.params)
-                out_dim = (None,) * len(node.out_avals) if node.prim.multiple_results else None
+                outs = prim.results(bind(prim, *vals, **node.params))
+                env[node] = (outs, (None,) * len(outs))
             else:
-                rule = node.prim.batch
-                if rule is None:
+                if prim.batch is None:
                     raise NotImplementedError(
-                        f"vmap: the primitive {node.prim.name!r} has no batching rule"
+                        f"vmap: the primitive {prim.name!r} has no batching rule"
                     )
-                out, out_dim = rule(vals, ds, **node.params)
-            env[node] = (out, out_dim)
+                out, out_dim = prim.batch(vals, ds, **node.params)
+                env[node] = (prim.results(out), prim.results(out_dim))
         for dead in free:
-            del env[dead]
+            env.pop(dead, None)
     outs, out_dims = [], []
     for e in graph.outputs:
-        v, d = _read(env, e)
+        v, d = read(e)
         outs.append(v)
         out_dims.append(d)
     return outs, out_dims
-
-
-def _read(env, e):
-    """(value, batch axis) of edge `e` (a constant not listed in the graph is unbatched)."""
-    v, d = env[e.node] if e.node in env else (e.node.params["value"], None)
-    if e.node.prim.multiple_results:
-        v, d = v[e.index], d[e.index]
-    return v, d

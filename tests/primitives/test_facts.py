@@ -1,0 +1,183 @@
+"""The facts each primitive declares, checked against its own rules and impl.
+
+`vjp_reads`: a rule that claims to read nothing gives the same cotangents on zeros of the
+right shape (the PyTorch-style tensors then save nothing and can run the node again), one
+that does not claim the output ignores it, one that does not claim its inputs ignores their
+float values. `bilinear`: an input's cotangent does not read that input. `commutative`:
+swapping the operands gives the same result. `layout`: the memory the impl returns is what
+the layout says (new, a view of `view_of`, C order). `operator`: the Python operator gives
+the impl's bits on 0-d values. Each is an oracle-backed check, so a fact that claimed too
+much fails here instead of corrupting a gradient, a simplification or a buffer.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.primitives.samples import SAMPLES
+from tracegrad.ir.layout import Layout
+from tracegrad.primitives import ALL
+from tracegrad.transforms.vjp import call_vjp
+
+BY_NAME = {p.name: p for p in ALL}
+
+
+def _draw(name, data):
+    prim = BY_NAME[name]
+    args, params = SAMPLES[prim].draw(data, np.float64)
+    out = prim.impl(*args, **params)
+    outs = out if prim.multiple_results else (out,)
+    rng = np.random.default_rng(0)
+    cts = tuple(rng.standard_normal(np.shape(o)).astype(np.asarray(o).dtype) for o in outs)
+    return prim, args, params, out, cts if prim.multiple_results else cts[0]
+
+
+def _same(real, other):
+    for r, o in zip(real, other):
+        if r is None:
+            assert o is None
+        else:
+            np.testing.assert_array_equal(np.asarray(r), np.asarray(o))
+
+
+def _other(a, fill):
+    a = np.asarray(a)
+    return np.full(a.shape, fill, a.dtype)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in ALL if not p.vjp_reads))
+@given(data=st.data())
+def test_rules_that_read_nothing_read_no_values(name, data):
+    prim, args, params, out, ct = _draw(name, data)
+    real = call_vjp(prim, ct, *args, out=out, **params)
+    zeros = [_other(a, 0) if isinstance(a, np.ndarray) else a for a in args]
+    zero_out = tuple(_other(o, 0) for o in out) if prim.multiple_results else _other(out, 0)
+    _same(real, call_vjp(prim, ct, *zeros, out=zero_out, **params))
+
+
+DIFFERENTIABLE = sorted(p.name for p in ALL if p.vjp is not None and p in SAMPLES)
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in DIFFERENTIABLE if "output" not in BY_NAME[n].vjp_reads]
+)
+@given(data=st.data())
+def test_rules_outside_reads_output_ignore_the_output(name, data):
+    prim, args, params, out, ct = _draw(name, data)
+    fill = data.draw(st.sampled_from([7.25, -1.5]), label="output stand-in")
+    other = tuple(_other(o, fill) for o in out) if prim.multiple_results else _other(out, fill)
+    with np.errstate(all="ignore"):
+        _same(
+            call_vjp(prim, ct, *args, out=out, **params),
+            call_vjp(prim, ct, *args, out=other, **params),
+        )
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in DIFFERENTIABLE if "inputs" not in BY_NAME[n].vjp_reads]
+)
+@given(data=st.data())
+def test_rules_outside_reads_inputs_ignore_float_input_values(name, data):
+    prim, args, params, out, ct = _draw(name, data)
+    fill = data.draw(st.sampled_from([0.8125, -1.4375, 2.5]), label="input stand-in")
+    others = [
+        _other(a, fill) if np.asarray(a).dtype.kind in "fc" and not np.isscalar(a) else a
+        for a in args
+    ]
+    with np.errstate(all="ignore"):
+        _same(
+            call_vjp(prim, ct, *args, out=out, **params),
+            call_vjp(prim, ct, *others, out=out, **params),
+        )
+
+
+# -- bilinear, commutative, operator --------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in ALL if p.bilinear))
+@given(data=st.data())
+def test_bilinear_rules_read_only_the_other_inputs(name, data):
+    prim, args, params, out, ct = _draw(name, data)
+    real = call_vjp(prim, ct, *args, out=out, **params)
+    fill = data.draw(st.sampled_from([0.8125, -1.4375]), label="input stand-in")
+    for i in range(len(args)):
+        others = list(args)
+        others[i] = _other(args[i], fill)
+        changed = call_vjp(prim, ct, *others, out=out, **params)
+        _same([real[i]], [changed[i]])
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in ALL if p.commutative))
+@given(data=st.data())
+def test_commutative_primitives_give_the_same_bits_swapped(name, data):
+    prim, (x, y), params, out, _ = _draw(name, data)
+    np.testing.assert_array_equal(prim.impl(y, x, **params), out, strict=True)
+
+
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in ALL if p.operator))
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]))
+def test_operators_give_the_impls_bits_on_0d_values(name, data, dtype):
+    prim = BY_NAME[name]
+    args, params = SAMPLES[prim].draw(data, dtype)
+    scalars = [
+        np.asarray(a).reshape(-1)[0] if np.size(a) else np.asarray(a).dtype.type(1) for a in args
+    ]
+    want = prim.impl(*scalars, **params)
+    if len(scalars) == 1:
+        got = -scalars[0] if prim.operator == "-" else None
+    else:
+        got = _OPERATORS[prim.operator](*scalars)
+    assert got is not None, f"{name}: no test for the unary operator {prim.operator!r}"
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(
+        np.asarray(got).reshape(1).view(np.uint8), np.asarray(want).reshape(1).view(np.uint8)
+    )
+
+
+# -- layout ---------------------------------------------------------------------------------
+
+
+def _c_contiguous(a) -> bool:
+    a = np.asarray(a)
+    return a.size <= 1 or a.flags.c_contiguous
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in ALL))
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]))
+def test_layouts_describe_the_memory_the_impl_returns(name, data, dtype):
+    """On sample inputs, and on transposed copies of them (inputs that are not C order)."""
+    prim = BY_NAME[name]
+    args, params = SAMPLES[prim].draw(data, dtype)
+    if data.draw(st.booleans(), label="non-C inputs"):
+        args = [
+            np.asfortranarray(a) if isinstance(a, np.ndarray) and a.ndim >= 2 else a for a in args
+        ]
+    outs = prim.results(prim.impl(*args, **params))
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    layout = prim.layout
+    for o in outs:
+        if not isinstance(o, np.ndarray) or o.size == 0:
+            continue
+        if layout.fresh:
+            assert not any(np.shares_memory(o, a) for a in arrays), f"{name}: not a new array"
+        if layout.view:
+            base = args[prim.view_of]
+            if isinstance(base, np.ndarray) and base.size:
+                assert np.shares_memory(o, base), f"{name}: not a view of input {prim.view_of}"
+        inputs_c = all(_c_contiguous(a) for a in arrays)
+        if layout in (Layout.C, Layout.CONTIGUOUS):
+            assert _c_contiguous(o), f"{name}: not C order"
+        if layout in (Layout.ELEMENTWISE, Layout.KEEPS_C) and inputs_c:
+            assert _c_contiguous(o), f"{name}: not C order from C-order inputs"
+        if layout is Layout.RESHAPED and _c_contiguous(args[prim.view_of]):
+            assert _c_contiguous(o), f"{name}: not C order from a C-order input"
+        if layout is Layout.SAME:
+            assert o is args[prim.view_of]
