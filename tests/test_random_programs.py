@@ -175,13 +175,9 @@ def test_second_derivative_of_prod_at_a_zero():
     )
 
 
-@pytest.mark.xfail(
-    reason="cumprod's rule leaves out a zero only when it is the product's only zero: with two "
-    "zeros in a product, the second derivative misses their cross term (0 instead of the "
-    "product of the rest); waits for an exact scan (a linear-recurrence primitive)",
-    strict=True,
-)
-def test_known_issue_second_derivative_of_cumprod_with_two_zeros():
+def test_second_derivative_of_cumprod_with_two_zeros():
+    # once a known issue: a rule that left out a product's only zero missed the cross term
+    # of two zeros; the doubling scan's rules are products and sums, exact at any zeros
     def f(x):
         return np.sum(np.cumprod(x) * np.arange(1.0, 5.0))
 
@@ -189,3 +185,13 @@ def test_known_issue_second_derivative_of_cumprod_with_two_zeros():
     # the exact Hessian (PyTorch agrees): d2/dx1 dx3 = 4 * 2 * 3 = 24
     expected = [[0, 11, 0, 0], [11, 0, 6, 24], [0, 6, 0, 0], [0, 24, 0, 0]]
     np.testing.assert_array_equal(tg.hessian(f)(x), expected)
+    np.testing.assert_array_equal(tg.jacrev(tg.grad(f))(x), expected)
+
+
+def test_cumprod_derivatives_at_subnormal_values_are_finite():
+    # dividing by x overflowed here (float32 1e-45): the scan multiplies only
+    x = np.array([1e-45, 2.0, 3.0], np.float32)
+    _, t = tg.jvp(np.cumprod, (x,), (np.ones(3, np.float32),))
+    np.testing.assert_allclose(t, [1.0, 2.0, 6.0], rtol=1e-6)
+    g = tg.grad(lambda x: np.sum(np.cumprod(x)))(x)
+    np.testing.assert_allclose(g, [1.0 + 2.0 + 6.0, 0.0, 0.0], atol=1e-40)

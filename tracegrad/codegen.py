@@ -202,20 +202,16 @@ class _Params:
 def takes_out(prim) -> bool:
     """Whether `prim` is a plain ufunc call that may write into a dead buffer (`out=`): an
     elementwise layout, a ufunc `impl`, and an `emit` that writes exactly `np.<ufunc>(...)`."""
-    hit = _TAKES_OUT.get(prim)
+    hit = prim.memo.get("takes_out")
     if hit is None:
-        hit = (
+        hit = prim.memo["takes_out"] = (
             prim.layout is Layout.ELEMENTWISE
             and isinstance(prim.impl, np.ufunc)
             and prim.emit is not None
             and not prim.multiple_results
             and _plain_call(prim)
         )
-        _TAKES_OUT[prim] = hit
     return hit
-
-
-_TAKES_OUT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _plain_call(prim) -> bool:

@@ -263,21 +263,21 @@ class Trace:
         return Graph(tuple(inputs), tuple(outputs), nodes, in_tree, out_tree, name)
 
 
-_SHAPES: dict = {}
-
-
 def _shape_rule(prim: Primitive, avals, params):
-    """`prim.shape(*avals, **params)`, memoized: programs repeat the same signatures."""
+    """`prim.shape(*avals, **params)`, memoized per primitive: programs repeat signatures."""
+    memo = prim.memo.get("shape")
+    if memo is None:
+        memo = prim.memo["shape"] = {}
     try:
-        key = (prim, params, *avals)
-        out = _SHAPES.get(key)
+        key = (params, *avals)
+        out = memo.get(key)
     except TypeError:  # unhashable params (a constant's array)
         return prim.shape(*avals, **params)
     if out is None:
         out = prim.shape(*avals, **params)
-        if len(_SHAPES) > 100_000:
-            _SHAPES.clear()
-        _SHAPES[key] = out
+        if len(memo) > 10_000:
+            memo.clear()
+        memo[key] = out
     return out
 
 

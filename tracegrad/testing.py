@@ -10,6 +10,7 @@ strategies, so it stays a test dependency.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -683,6 +684,116 @@ def _log_bound(xs, p):
     return max(abs(math.log(0.5)), math.log(xs[0].bound ** 2 + 0.5))
 
 
+# -- integer operands -------------------------------------------------------------------------
+# A float value meets an integer operand: a Python int, a NumPy integer scalar, or an integer
+# array, on either side, for every binary ufunc. (Forward mode once divided by an integer
+# with `np.reciprocal`, which is integer division; these rows keep that class of bug found.)
+# Each entry: the integers the operand may take, the text with {x} for the float value and
+# {k} for the integer operand, and bound / slope of the result from x's bound b, slope s and
+# the largest |k|.
+
+_INT_KINDS = ("int", "np.int64", "np.int32", "array")
+_INT_FORMS = {
+    # name: (integers, text, bound(b, k), slope(b, s, k), smooth)
+    "add": ((-3, 3), "{x} + {k}", lambda b, k: b + k, lambda b, s, k: s, True),
+    "radd": ((-3, 3), "{k} + {x}", lambda b, k: b + k, lambda b, s, k: s, True),
+    "subtract": ((-3, 3), "{x} - {k}", lambda b, k: b + k, lambda b, s, k: s, True),
+    "rsubtract": ((-3, 3), "{k} - {x}", lambda b, k: b + k, lambda b, s, k: s, True),
+    "multiply": ((-3, 3), "{x} * {k}", lambda b, k: b * k, lambda b, s, k: s * k, True),
+    "rmultiply": ((-3, 3), "{k} * {x}", lambda b, k: b * k, lambda b, s, k: s * k, True),
+    "divide": ((1, 3), "{x} / {k}", lambda b, k: b, lambda b, s, k: s, True),
+    "rdivide": ((1, 3), "{k} / (1.0 + {x} * {x})", lambda b, k: k, lambda b, s, k: k * s, True),
+    "power": ((2, 3), "np.power({x}, {k})", lambda b, k: b**k, lambda b, s, k: k * b ** (k - 1) * s,
+              True),
+    "rpower": ((1, 2), "np.power({k}, {x})", lambda b, k: k**b, lambda b, s, k: k**b * s, True),
+    "arctan2": ((1, 3), "np.arctan2({x}, {k})", lambda b, k: 1.6, lambda b, s, k: s, True),
+    "rarctan2": ((1, 3), "np.arctan2({k}, 1.0 + {x} * {x})", lambda b, k: 1.6,
+                 lambda b, s, k: b * s, True),
+    "hypot": ((1, 3), "np.hypot({x}, {k})", lambda b, k: b + k, lambda b, s, k: s, True),
+    "logaddexp": ((-2, 2), "np.logaddexp({k}, {x})", lambda b, k: max(b, k) + 0.7,
+                  lambda b, s, k: s, True),
+    "logaddexp2": ((-2, 2), "np.logaddexp2({x}, {k})", lambda b, k: max(b, k) + 1.0,
+                   lambda b, s, k: s, True),
+    "maximum": ((-2, 2), "np.maximum({x}, {k})", lambda b, k: max(b, k), lambda b, s, k: s, False),
+    "minimum": ((-2, 2), "np.minimum({k}, {x})", lambda b, k: max(b, k), lambda b, s, k: s, False),
+    "fmax": ((-2, 2), "np.fmax({x}, {k})", lambda b, k: max(b, k), lambda b, s, k: s, False),
+    "fmin": ((-2, 2), "np.fmin({x}, {k})", lambda b, k: max(b, k), lambda b, s, k: s, False),
+    "remainder": ((2, 3), "np.remainder({x}, {k})", lambda b, k: k, lambda b, s, k: s, False),
+    "fmod": ((2, 3), "np.fmod({x}, {k})", lambda b, k: b, lambda b, s, k: s, False),
+    "copysign": ((-2, 2), "np.copysign({x}, {k})", lambda b, k: b, lambda b, s, k: s, False),
+    "floor_divide": ((1, 3), "np.floor_divide({x}, {k})", lambda b, k: b + 1,
+                     lambda b, s, k: 0.0, False),
+    # comparisons and logical ufuncs give masks: `where` turns them back into float values
+    "equal": ((-2, 2), "np.where(np.equal({x}, {k}), {x}, 0.5 * {x})", lambda b, k: b,
+              lambda b, s, k: s, False),
+    "not_equal": ((-2, 2), "np.where(np.not_equal({k}, {x}), {x}, 0.5 * {x})", lambda b, k: b,
+                  lambda b, s, k: s, False),
+    "less": ((-2, 2), "np.where(np.less({x}, {k}), {x}, 0.5 * {x})", lambda b, k: b,
+             lambda b, s, k: s, False),
+    "less_equal": ((-2, 2), "np.where(np.less_equal({k}, {x}), {x}, 0.5 * {x})", lambda b, k: b,
+                   lambda b, s, k: s, False),
+    "greater": ((-2, 2), "np.where(np.greater({x}, {k}), {x}, 0.5 * {x})", lambda b, k: b,
+                lambda b, s, k: s, False),
+    "greater_equal": ((-2, 2), "np.where(np.greater_equal({x}, {k}), {x}, 0.5 * {x})",
+                      lambda b, k: b, lambda b, s, k: s, False),
+    "logical_and": ((0, 1), "np.where(np.logical_and({x} > 0.0, {k}), {x}, 0.5 * {x})",
+                    lambda b, k: b, lambda b, s, k: s, False),
+    "logical_or": ((0, 1), "np.where(np.logical_or({k}, {x} > 0.0), {x}, 0.5 * {x})",
+                   lambda b, k: b, lambda b, s, k: s, False),
+    "logical_xor": ((0, 1), "np.where(np.logical_xor({x} > 0.0, {k}), {x}, 0.5 * {x})",
+                    lambda b, k: b, lambda b, s, k: s, False),
+}
+
+
+def _int_operand_text(kind: str, k: int, n: int, lo: int, hi: int) -> str:
+    """Python text of an integer operand: a literal, a NumPy integer scalar, or an integer
+    array with values in [lo, hi] (of length n, broadcast along the last axis)."""
+    if kind == "int":
+        return repr(k)
+    if kind in ("np.int64", "np.int32"):
+        return f"{kind}({k})"
+    return f"(np.arange({n}) % {hi - lo + 1} + {lo})"
+
+
+def _int_operand(form: str):
+    ints, text, bound, slope, smooth = _INT_FORMS[form]
+    lo, hi = ints
+
+    def draw(b, x):
+        if form == "rpower" and x.bound > 4.0:
+            return None
+        kind = b.choice(_INT_KINDS)
+        k = b.integer(lo, hi)
+        n = x.shape[-1] if x.shape else b.integer(1, 3)
+        if kind == "array" and n == 0:
+            return None
+        return [x], {"kind": kind, "k": k, "n": n}
+
+    def render(names, p):
+        k_text = _int_operand_text(p["kind"], p["k"], p["n"], lo, hi)
+        return text.format(x=names[0], k=k_text)
+
+    def call(x, *, kind, k, n):
+        return eval(render(["x"], {"kind": kind, "k": k, "n": n}), {"np": np, "x": x})
+
+    big = max(abs(lo), abs(hi))
+    ufunc = form[1:] if form.startswith("r") and form[1:] in _INT_FORMS else form
+    operators = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", ">": "greater"}
+    needs = {ufunc, *re.findall(r"np\.(\w+)\(", text)} - {"arange", "int64", "int32"}
+    needs |= {name for sym, name in operators.items() if sym in text.replace("->", "")}
+    return Op(
+        f"int_{form}",
+        tuple(sorted(needs)),
+        render,
+        call,
+        draw,
+        bound=lambda xs, p: float(bound(xs[0].bound, big)),
+        slope=lambda xs, p: float(slope(xs[0].bound, xs[0].slope, big)),
+        smooth=smooth,
+        linear=form in ("add", "radd", "subtract", "rsubtract", "multiply", "rmultiply"),
+    )
+
+
 # -- the table --------------------------------------------------------------------------------
 # One row per operation; rows whose `needs` are not all exported by tracegrad.numpy are left
 # out, so programs grow with tracegrad. Rows shrink towards the top of the table.
@@ -821,6 +932,8 @@ OPS: tuple[Op, ...] = (
     Op("einsum_inner", ("einsum",), "np.einsum('...i,...i->...', {0}, {1})",
        lambda x, y: np.einsum("...i,...i->...", x, y), _einsum_inner, _matmul_bound,
        slope=_matmul_slope),
+    # integer operands of every binary ufunc
+    *(_int_operand(form) for form in _INT_FORMS),
 )
 # fmt: on
 

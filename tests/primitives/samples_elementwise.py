@@ -19,7 +19,9 @@ def _unary(lo, hi, tol=1e-6, fd=True, away_from_zero=False):
     return Sample(draw, tol=tol, fd=fd)
 
 
-def _binary(lo=-2.0, hi=2.0, lo2=None, hi2=None, tol=1e-6, fd=True, distinct=False):
+def _binary(
+    lo=-2.0, hi=2.0, lo2=None, hi2=None, tol=1e-6, fd=True, distinct=False, ints=((-3, 3), (-3, 3))
+):
     lo2 = lo if lo2 is None else lo2
     hi2 = hi if hi2 is None else hi2
 
@@ -33,7 +35,8 @@ def _binary(lo=-2.0, hi=2.0, lo2=None, hi2=None, tol=1e-6, fd=True, distinct=Fal
             y = (np.round(y * 4) / 4 - 0.05).astype(dtype)
         return (x, y), {}
 
-    return Sample(draw, tol=tol, fd=fd)
+    spans = tuple((i, a, b, True) for i, span in enumerate(ints) if span for a, b in [span])
+    return Sample(draw, tol=tol, fd=fd, ints=spans)
 
 
 def _where(data, dtype):
@@ -109,19 +112,19 @@ SAMPLES = {
     ew.add_p: _binary(),
     ew.subtract_p: _binary(),
     ew.multiply_p: _binary(),
-    ew.divide_p: _binary(-2, 2, 0.5, 2),
-    ew.power_p: _binary(0.5, 2, -2, 2),
-    ew.maximum_p: _binary(distinct=True),
-    ew.minimum_p: _binary(distinct=True),
-    ew.fmax_p: _binary(distinct=True),
-    ew.fmin_p: _binary(distinct=True),
-    ew.arctan2_p: _binary(0.5, 2, 0.5, 2),
-    ew.hypot_p: _binary(0.5, 2, 0.5, 2),
+    ew.divide_p: _binary(-2, 2, 0.5, 2, ints=((-3, 3), (1, 3))),
+    ew.power_p: _binary(0.5, 2, -2, 2, ints=((1, 3), (-2, 2))),
+    ew.maximum_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
+    ew.minimum_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
+    ew.fmax_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
+    ew.fmin_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
+    ew.arctan2_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
+    ew.hypot_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
     ew.logaddexp_p: _binary(),
     ew.logaddexp2_p: _binary(),
-    ew.remainder_p: _binary(0.1, 0.9, 1.0, 1.5),
-    ew.fmod_p: _binary(0.1, 0.9, 1.0, 1.5),
-    ew.copysign_p: _binary(0.5, 2, 0.5, 2),
+    ew.remainder_p: _binary(0.1, 0.9, 1.0, 1.5, ints=(None, (2, 3))),
+    ew.fmod_p: _binary(0.1, 0.9, 1.0, 1.5, ints=(None, (2, 3))),
+    ew.copysign_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
     ew.floor_divide_p: _binary(fd=False, lo2=0.5, hi2=2),
     ew.equal_p: _binary(fd=False),
     ew.not_equal_p: _binary(fd=False),
@@ -132,7 +135,7 @@ SAMPLES = {
     ew.logical_and_p: _binary(fd=False),
     ew.logical_or_p: _binary(fd=False),
     ew.logical_xor_p: _binary(fd=False),
-    ew.where_p: Sample(_where),
+    ew.where_p: Sample(_where, ints=((1, -2, 2, True), (2, -2, 2, True))),
     ew.clip_p: Sample(_clip),
     ew.astype_p: Sample(_astype, tol=1e-5),
     ew.stop_gradient_p: _unary(-2, 2, fd=False),

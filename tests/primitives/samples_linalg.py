@@ -123,9 +123,12 @@ def _einsum(data, dtype):
     return ops, {"subscripts": es.normalize_subscripts(subscripts, len(ops))}
 
 
+# either operand may be an integer array of its shape (a scalar would change the product)
+_INT_ARRAYS = ((0, -3, 3, False), (1, -3, 3, False))
+
 SAMPLES = {
-    products.matmul_p: Sample(_matmul),
-    products.dot_p: Sample(_dot),
-    products.tensordot_p: Sample(_tensordot),
-    es.einsum_p: Sample(_einsum),
+    products.matmul_p: Sample(_matmul, ints=_INT_ARRAYS),
+    products.dot_p: Sample(_dot, ints=_INT_ARRAYS),
+    products.tensordot_p: Sample(_tensordot, ints=_INT_ARRAYS),
+    es.einsum_p: Sample(_einsum, ints=_INT_ARRAYS),
 }

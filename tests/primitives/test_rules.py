@@ -2,16 +2,18 @@
 
 For each primitive: the shape rule agrees with what `impl` returns; a traced graph gives the
 eager result bit for bit; the vjp agrees with central finite differences (first and second
-order, through nested `grad`); the jvp rule is the adjoint of the vjp rule
-(<u, J v> == <J^T u, v>, no Jacobian needed). Non-differentiable primitives must give no
-cotangent. A primitive without a row fails `test_every_primitive_has_a_sample`.
+order, through nested `grad`); the jvp agrees with finite differences and is the adjoint of
+the vjp (<u, J v> == <J^T u, v>, no Jacobian needed), in float32 and float64, also with
+Python ints, NumPy integer scalars and integer arrays as operands. Non-differentiable
+primitives must give no cotangent. A primitive without a row fails
+`test_every_primitive_has_a_sample`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import tracegrad as tg
@@ -152,26 +154,99 @@ def test_second_order_matches_finite_differences(prim, data, seed):
     assert abs(lhs - rhs) <= tol, f"{prim}: second order {lhs}, finite differences {rhs}"
 
 
-@pytest.mark.parametrize("prim", DIFFERENTIABLE, ids=str)
-@given(data=st.data(), seed=st.integers(0, 2**32 - 1))
-def test_jvp_rule_is_adjoint_of_vjp_rule(prim, data, seed):
-    args, params = SAMPLES[prim].draw(data, np.float64)
-    pos = set(_float_positions(args))
+def _fd_jvp(prim, params, args, tangents, eps=1e-6):
+    """Central differences of the primitive along `tangents`, in float64 (the float arguments
+    cast up, the integer ones kept)."""
+
+    def at(t):
+        moved = [
+            np.asarray(a, np.float64) + t * np.asarray(v) if v is not None else a
+            for a, v in zip(args, tangents)
+        ]
+        return _outs(prim, bind(prim, *moved, **params))
+
+    return [(np.asarray(p) - np.asarray(m)) / (2 * eps) for p, m in zip(at(eps), at(-eps))]
+
+
+def _check_jvp(prim, args, params, seed, dtype):
+    """Forward mode (`tg.jvp`) against finite differences and against reverse mode (`tg.vjp`:
+    the adjoint identity <u, J v> == <J^T u, v>), with tangents on every float argument."""
     rng = np.random.default_rng(seed)
-    out = bind(prim, *args, **params)
-    tangents = [_random_like(rng, a) if i in pos else None for i, a in enumerate(args)]
+    pos = _float_positions(args)
+    f = _partial(prim, params, args, pos)
+    xs = [args[i] for i in pos]
+    vs = [_random_like(rng, x) for x in xs]
+    out, t_out = tg.jvp(f, tuple(xs), tuple(vs))
+    # float32: a larger step, since an output cast to float32 rounds each evaluation
+    single = np.dtype(dtype) == np.float32
+    tangents = [None] * len(args)
+    for i, v in zip(pos, vs):
+        tangents[i] = v
+    fd = _fd_jvp(prim, params, args, tangents, eps=1e-3 if single else 1e-6)
+    tol = 1e-3 if single else SAMPLES[prim].tol
+    for o, t, want in zip(_outs(prim, out), _outs(prim, t_out), fd):
+        assert np.shape(t) == np.shape(o), (prim, np.shape(t), np.shape(o))
+        assert np.asarray(t).dtype == np.asarray(o).dtype, (prim, np.asarray(t).dtype)
+        scale = _scale(want, t)
+        np.testing.assert_allclose(t, want, rtol=0, atol=tol * scale, err_msg=str(prim))
     us = [_random_like(rng, o) for o in _outs(prim, out)]
-    t_out = prim.jvp(tuple(args), tuple(tangents), out=out, **params)
-    t_outs = _outs(prim, t_out) if t_out is not None else (None,) * len(us)
-    lhs = sum(float(np.sum(u * t)) for u, t in zip(us, t_outs) if t is not None)
-    bars = call_vjp(prim, tuple(us) if prim.multiple_results else us[0], *args, out=out, **params)
-    rhs = 0.0
-    for b, t in zip(bars, tangents):
-        if b is not None and t is not None:
-            assert np.shape(b) == np.shape(t), (prim, np.shape(b), np.shape(t))
-            rhs += float(np.sum(b * t))
-    tol = SAMPLES[prim].tol * _scale(lhs, rhs)
-    assert abs(lhs - rhs) <= tol, f"{prim}: <u, J v> = {lhs}, <J^T u, v> = {rhs}"
+    _, vjp_fn = tg.vjp(f, *xs)
+    bars = vjp_fn(tuple(us) if prim.multiple_results else us[0])
+    lhs = sum(float(np.sum(u * t)) for u, t in zip(us, _outs(prim, t_out)))
+    rhs = sum(float(np.sum(b * v)) for b, v in zip(bars, vs))
+    assert abs(lhs - rhs) <= tol * _scale(lhs, rhs), f"{prim}: <u, J v> = {lhs}, <J^T u, v> = {rhs}"
+
+
+@pytest.mark.parametrize("prim", DIFFERENTIABLE, ids=str)
+@given(data=st.data(), dtype=DTYPES, seed=st.integers(0, 2**32 - 1))
+def test_jvp_matches_finite_differences_and_the_vjp(prim, data, dtype, seed):
+    args, params = SAMPLES[prim].draw(data, dtype)
+    _check_jvp(prim, args, params, seed, dtype)
+
+
+INT_OPERANDS = [p for p in DIFFERENTIABLE if SAMPLES[p].ints]
+
+
+def _integer_operand(data, a, lo, hi, scalars):
+    """An integer in place of the float operand `a`: a Python int, a NumPy integer scalar or
+    (always possible) an integer array of `a`'s shape."""
+    kinds = ["int", "int64", "int32", "array"] if scalars else ["array"]
+    kind = data.draw(st.sampled_from(kinds), label="integer operand kind")
+    k = data.draw(st.integers(lo, hi), label="integer value")
+    if kind == "int":
+        return k
+    if kind in ("int64", "int32"):
+        return np.dtype(kind).type(k)
+    shape = np.shape(a)
+    values = data.draw(
+        st.lists(st.integers(lo, hi), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))),
+        label="integer array",
+    )
+    return np.asarray(values, np.int64).reshape(shape)
+
+
+@pytest.mark.parametrize("prim", INT_OPERANDS, ids=str)
+@given(data=st.data(), dtype=DTYPES, seed=st.integers(0, 2**32 - 1))
+def test_jvp_with_integer_operands(prim, data, dtype, seed):
+    """Python ints, NumPy integer scalars and integer arrays as operands: no tangent of theirs,
+    and the float operands' tangents right (forward mode once divided by an integer with
+    `np.reciprocal`, integer division, and gave zeros)."""
+    args, params = SAMPLES[prim].draw(data, dtype)
+    floats = set(_float_positions(args))
+    choices = [c for c in SAMPLES[prim].ints if c[0] in floats and floats - {c[0]}]
+    assume(choices)  # (a one-operand einsum has no operand to spare)
+    pos, lo, hi, scalars = data.draw(st.sampled_from(choices), label="integer operand")
+    args = list(args)
+    args[pos] = _integer_operand(data, args[pos], lo, hi, scalars)
+    assert any(is_float(np.asarray(a).dtype) for a in args)
+    _check_jvp(prim, args, params, seed, dtype)
+
+
+def test_every_binary_primitive_is_checked_with_integer_operands():
+    from tracegrad.primitives import elementwise as ew
+
+    missing = [p.name for p in ew.BINARY if p.differentiable and p not in INT_OPERANDS]
+    assert not missing, f"binary primitives without integer operand checks: {missing}"
 
 
 @pytest.mark.parametrize("prim", NOT_DIFFERENTIABLE, ids=str)

@@ -18,7 +18,17 @@ import tracegrad as tg
 from tracegrad.testing import assert_bitwise_equal, available_ops, programs, run_numpy
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
-ORDER2_OPS = [name for name in available_ops(smooth=True) if name != "prod"]
+# Tensor operators promote as PyTorch does: a NumPy integer scalar or an integer array meeting
+# a float32 tensor through `+ - * /` stays float32, where NumPy gives float64 (NumPy functions
+# on tensors follow NumPy, and stay in). Those operator forms are left out here.
+_TORCH_PROMOTION = {
+    f"int_{form}"
+    for form in ("add", "radd", "subtract", "rsubtract", "multiply", "rmultiply")
+    + ("divide", "rdivide")
+}
+OPS = [name for name in available_ops() if name not in _TORCH_PROMOTION]
+SMOOTH_OPS = [name for name in available_ops(smooth=True) if name not in _TORCH_PROMOTION]
+ORDER2_OPS = [name for name in SMOOTH_OPS if name != "prod"]
 
 
 def _close(actual, expected, dtype, scale=1.0):
@@ -34,7 +44,7 @@ def _close(actual, expected, dtype, scale=1.0):
 @DTYPES
 @given(data=st.data())
 def test_tensor_forward_equals_numpy_bitwise(dtype, data):
-    program = data.draw(programs(dtype=dtype), label="program")
+    program = data.draw(programs(dtype=dtype, ops=OPS), label="program")
     args = program.draw_inputs(data)
     tensors = [tg.tensor(a, requires_grad=True) for a in args]
     out = program.fn(*tensors)
@@ -49,7 +59,9 @@ def test_tensor_forward_equals_numpy_bitwise(dtype, data):
 @DTYPES
 @given(data=st.data())
 def test_backward_equals_functional_grad(dtype, data):
-    program = data.draw(programs(dtype=dtype, scalar_output=True, smooth=True), label="program")
+    program = data.draw(
+        programs(dtype=dtype, scalar_output=True, smooth=True, ops=SMOOTH_OPS), label="program"
+    )
     args = program.draw_inputs(data)
     tensors = [tg.tensor(a, requires_grad=True) for a in args]
     out = program.fn(*tensors)

@@ -38,7 +38,8 @@ class Layout(enum.Enum):
     VIEW = "view"
     #: a view of the input with its axes permuted: dense when the input is
     PERMUTED = "permuted"
-    #: a view of the input in C order when the input is (reshape, expand_dims, squeeze)
+    #: a view of the input in C order when the input is (reshape, expand_dims, squeeze); a
+    #: reshape whose input's strides allow no view copies it in C order instead
     RESHAPED = "reshaped"
     #: the input itself (stop_gradient)
     SAME = "same"

@@ -56,6 +56,13 @@ def lookup(name: str) -> Primitive | None:
     return _REGISTRY.get(name)
 
 
+def unregister(prim: Primitive) -> None:
+    """Free `prim`'s name for a new primitive (graphs holding `prim` keep working, but `loads`
+    finds the new one by that name)."""
+    if _REGISTRY.get(prim.name) is prim:
+        del _REGISTRY[prim.name]
+
+
 @attrs.frozen
 class RuleFor:
     """A rule made once its primitive exists: `factory(primitive) -> rule`. The factory should
@@ -134,6 +141,9 @@ class Primitive:
     registered: bool = True
     #: `input_vjp(i)`: input i's own vjp rule, when `vjp` was given input by input (derived)
     input_vjp: Callable | None = attrs.field(default=None, init=False)
+    #: memo tables the passes keep per primitive (shape rule results, the shape rule's
+    #: signature): they live and die with the primitive, so a user's can be freed
+    memo: dict = attrs.field(factory=dict, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or not self.name.isprintable():

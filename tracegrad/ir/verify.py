@@ -8,7 +8,6 @@ loop over the nodes, no recursion. Debug mode runs it after every transform.
 
 from __future__ import annotations
 
-import functools
 import inspect
 
 from tracegrad.ir.graph import Edge, Graph, Node, arg_p, const_p
@@ -16,10 +15,16 @@ from tracegrad.ir.printing import node_names
 from tracegrad.ir.types import Aval
 
 
-@functools.cache
 def _signature(prim):
     """(fewest inputs, most inputs or None, required param names, param names or None) of
-    `prim.shape`, or None when the rule has no signature Python can read."""
+    `prim.shape`, or None when the rule has no signature Python can read (memoized on the
+    primitive)."""
+    if "signature" not in prim.memo:
+        prim.memo["signature"] = _read_signature(prim)
+    return prim.memo["signature"]
+
+
+def _read_signature(prim):
     try:
         sig = inspect.signature(prim.shape)
     except (TypeError, ValueError):

@@ -11,6 +11,7 @@ two exclusive cumulative products. The NumPy-facing functions always use the pla
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_ALL, READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives import views
 from tracegrad.primitives.axes import (
     as_axes,
     check_axes,
@@ -30,6 +32,8 @@ from tracegrad.primitives.axes import (
     shift_axes,
 )
 from tracegrad.primitives.broadcasting import accumulated_dtype, keep_axes, sum
+from tracegrad.primitives.shape import pad
+from tracegrad.primitives.slicing import slice_static
 from tracegrad.primitives.views import reshape, transpose
 
 
@@ -375,42 +379,79 @@ cumsum_p = Primitive(
 )
 
 
-# cumprod's derivative: d out_j / d x_i is the product of the other factors of out_j. Away
-# from zeros that is out_j / x_i. At a zero x_i it is the product of out_j's factors with x_i
-# left out, which is nonzero only if x_i is out_j's only zero: that product is the cumprod of
-# x with its zeros replaced by 1, where the count of zeros so far is 1 (PyTorch's
-# cumprod_backward treats the first zero the same way). No division by a zero: first
-# derivatives are exact everywhere, and so are second ones where a product has at most one
-# zero. With two zeros in a product, the second derivative misses their cross term (the
-# mask is piecewise constant): a strict xfail test pins it until an exact scan exists.
+# cumprod's derivative: d out_j / d x_i is the product of the other factors of out_j. Written
+# as out_j / x_i it divides by zeros and overflows at tiny x; instead both rules run a
+# doubling scan of log2(n) steps (Hillis-Steele, each a shifted multiply) over the running
+# product: the jvp carries (product, tangent) pairs, (a, a') then (b, b') -> (ab, a'b + ab'),
+# and the vjp solves the reverse linear recurrence S_i = bar_i + x_{i+1} S_{i+1}, so that
+# x_bar_i = (product of the x_k before i) * S_i. Only products and sums: exact at zeros, no
+# overflow, and their own derivatives are exact too. A reverse cumprod is the forward one of
+# the flipped input; an exclusive one is the inclusive one of the input shifted by one.
 
 
-def _cumprod_parts(x, axis, reverse, exclusive):
-    """(zero mask, x with zeros as 1, its cumprod, `only one zero in the product so far`)."""
-    zero = ew.equal(x, 0.0)
-    x_safe = ew.where(zero, 1.0, x)
-    y_safe = cumprod(x_safe, axis, reverse, exclusive)
-    count = cumsum(ew.astype(zero, np.int64), axis, reverse, exclusive)
-    return zero, x_safe, y_safe, ew.equal(count, 1)
+def _shift(v, d: int, axis: int, fill: float, toward_end: bool = True):
+    """`v` moved `d` places along `axis`, `fill` in the places it vacates."""
+    n = shape_of(v)[axis]
+    d = builtins.min(d, n)
+    starts = [0] * len(shape_of(v))
+    limits = list(shape_of(v))
+    widths = [(0, 0)] * len(limits)
+    if toward_end:
+        limits[axis] = n - d
+        widths[axis] = (d, 0)
+    else:
+        starts[axis] = d
+        widths[axis] = (0, d)
+    return pad(slice_static(v, starts, limits), widths, fill)
+
+
+def _forward_cumprod_tangent(x, x_dot, a: int):
+    """The tangent of the inclusive cumprod of `x` along axis `a` (a doubling scan)."""
+    y, t = x, x_dot
+    d = 1
+    while d < shape_of(x)[a]:
+        y_before, t_before = _shift(y, d, a, 1.0), _shift(t, d, a, 0.0)
+        y, t = y_before * y, t_before * y + y_before * t
+        d *= 2
+    return t
+
+
+def _forward_cumprod_cotangent(bar, x, a: int):
+    """x's cotangent through the inclusive cumprod of `x` along axis `a`."""
+    s, coef = bar, _shift(x, 1, a, 0.0, toward_end=False)  # coef_i = x_{i+1}
+    d = 1
+    while d < shape_of(x)[a]:
+        s = s + coef * _shift(s, d, a, 0.0, toward_end=False)
+        coef = coef * _shift(coef, d, a, 0.0, toward_end=False)
+        d *= 2
+    return cumprod(x, (a,), exclusive=True) * s
 
 
 def _cumprod_jvp(primals, tangents, *, out, axis, reverse, exclusive):
     (x,), (x_dot,) = primals, tangents
     if x_dot is None or not carries_derivative(x):
         return None
-    zero, x_safe, y_safe, single = _cumprod_parts(x, axis, reverse, exclusive)
-    away = out * cumsum(ew.where(zero, 0.0, x_dot / x_safe), axis, reverse, exclusive)
-    at_zero = cumsum(ew.where(zero, x_dot, 0.0), axis, reverse, exclusive)
-    return away + ew.where(single, y_safe * at_zero, 0.0)
+    (a,) = axis
+    if reverse:
+        x, x_dot = views.flip(x, axis), views.flip(x_dot, axis)
+    if exclusive:  # out_j = the inclusive product up to x_{j-1}
+        x, x_dot = _shift(x, 1, a, 1.0), _shift(x_dot, 1, a, 0.0)
+    t = _forward_cumprod_tangent(x, x_dot, a)
+    return views.flip(t, axis) if reverse else t
 
 
 def _cumprod_vjp(x_bar, x, *, out, axis, reverse, exclusive):
     if not carries_derivative(x):
         return (None,)
-    zero, x_safe, y_safe, single = _cumprod_parts(x, axis, reverse, exclusive)
-    away = cumsum(x_bar * out, axis, not reverse, exclusive) / x_safe
-    at_zero = cumsum(ew.where(single, x_bar * y_safe, 0.0), axis, not reverse, exclusive)
-    return (ew.where(zero, at_zero, away),)
+    (a,) = axis
+    if reverse:
+        x, x_bar = views.flip(x, axis), views.flip(x_bar, axis)
+    if exclusive:
+        bar = _forward_cumprod_cotangent(x_bar, _shift(x, 1, a, 1.0), a)
+        bar = _shift(bar, 1, a, 0.0, toward_end=False)  # x_i fed the shifted input i + 1
+    else:
+        bar = _forward_cumprod_cotangent(x_bar, x, a)
+    return (views.flip(bar, axis) if reverse else bar,)
 
 
 cumprod_p = Primitive(

@@ -35,6 +35,11 @@ def tangent_pass(graph: Graph, read: Reader, tangents: Sequence) -> list:
         if all(t is None for t in ins):
             continue
         prim = node.prim
+        if prim.jvp is None:
+            raise NotImplementedError(
+                f"forward mode: the primitive {prim.name!r} has no jvp rule; give it one "
+                "(Primitive(..., jvp=...)), or differentiate it in reverse mode (tg.grad)"
+            )
         primals = [read(e) for e in node.inputs]
         out = prim.result([read(e) for e in node.outputs])
         t_out = prim.jvp(tuple(primals), tuple(ins), out=out, **node.params)

@@ -32,6 +32,11 @@ def vjp_step(node: Node, bar, primals: Sequence, out, needs: Sequence[bool]) -> 
     prim = node.prim
     rule_of = prim.input_vjp
     if rule_of is None:
+        if prim.vjp is None:
+            raise NotImplementedError(
+                f"reverse mode: the primitive {prim.name!r} has no vjp rule; give it one "
+                "(Primitive(..., vjp=...)), or differentiate it in forward mode (tg.jvp)"
+            )
         return prim.vjp(bar, *primals, out=out, **node.params)
     bars = []
     for i, need in enumerate(needs):

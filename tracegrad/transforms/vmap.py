@@ -44,7 +44,9 @@ def batch_pass(graph: Graph, args: Sequence, dims: Sequence[int | None]) -> tupl
             else:
                 if prim.batch is None:
                     raise NotImplementedError(
-                        f"vmap: the primitive {prim.name!r} has no batching rule"
+                        f"vmap: the primitive {prim.name!r} has no batching rule; give it one "
+                        "(Primitive(..., batch=...)): tracegrad.extend.elementwise_batch for "
+                        "an elementwise primitive, tracegrad.extend.loop_batch for any"
                     )
                 out, out_dim = prim.batch(vals, ds, **node.params)
                 env[node] = (prim.results(out), prim.results(out_dim))
