@@ -1,20 +1,26 @@
 """Tracing and interpreting a chain of n nodes: cost per node must stay flat as n grows.
 
-Run: python -m benchmarks.chain_scaling [max_exponent]   (default 6: up to 10^6 nodes)
+Run: python -m benchmarks.chain_scaling [--quick] [max_exponent]   (default 6: up to 10^6
+nodes; quick: 5)
 Prints microseconds per node for make_graph (tracing), str (printing), verify, the
-interpreter, and garbage collection, at n = 10^4 .. 10^max.
+interpreter, and garbage collection, at n = 10^4 .. 10^max: the median of three passes below
+10^6 and one pass at 10^6 and above. One system with phases, so nothing alternates here; the
+question is the shape of each column, not a ratio.
 """
 
 from __future__ import annotations
 
 import gc
-import sys
 import time
 
 import numpy as np
 
 import tracegrad as tg
+from benchmarks.harness import Table, fmt_time
+from benchmarks.report import cli
 from tracegrad.ir import verify
+
+PHASES = ("trace", "print", "verify", "run", "free")
 
 
 def chain(n):
@@ -26,13 +32,13 @@ def chain(n):
     return f
 
 
-def main(max_exp: int = 6) -> None:
-    print(f"{'n':>9} {'trace':>9} {'print':>9} {'verify':>9} {'run':>9} {'free':>9}  (us/node)")
+def one_pass(n: int) -> list[float]:
+    """Seconds of each phase for a chain of n nodes, with the collector off so a collection
+    triggered by one phase's allocations is not charged to the next."""
     x = np.float64(1.0)
-    for e in range(4, max_exp + 1):
-        n = 10**e
-        gc.collect()
-        gc.disable()
+    gc.collect()
+    gc.disable()
+    try:
         t0 = time.perf_counter()
         g = tg.make_graph(chain(n))(x)
         t1 = time.perf_counter()
@@ -44,11 +50,26 @@ def main(max_exp: int = 6) -> None:
         t4 = time.perf_counter()
         del g, text
         t5 = time.perf_counter()
+    finally:
         gc.enable()
-        assert out == (x if n % 2 == 0 else -x)
-        per = [(b - a) / n * 1e6 for a, b in ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5))]
-        print(f"{n:>9} " + " ".join(f"{p:9.2f}" for p in per))
+    assert out == (x if n % 2 == 0 else -x)
+    return [b - a for a, b in ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5))]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("max_exponent", type=int, nargs="?", help="largest n is 10^this")
+
+
+def run(opts):
+    max_exp = opts.max_exponent or (5 if opts.quick else 6)
+    rows = []
+    for e in range(4, max_exp + 1):
+        n = 10**e
+        passes = [one_pass(n) for _ in range(3 if e < 6 else 1)]
+        per_node = np.median(np.asarray(passes), axis=0) / n
+        rows.append([f"{n:,}", *(fmt_time(t) for t in per_node)])
+    yield Table("chain of n negations: time per node", ["n", *PHASES], rows)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 6)
+    cli(run, __doc__, add_arguments)

@@ -1,11 +1,13 @@
 """`grad` without jit against HIPS autograd and PyTorch eager (when installed), one thread each.
 
-Run: python -m benchmarks.grad_overhead
-- a chain of 1,000 scalar operations, forward and backward: microseconds per operation;
-- a small MLP training-step gradient (batch 64, 64 -> 256 -> 10, tanh, MSE);
+Run: python -m benchmarks.grad_overhead [--quick]
+- a chain of 1,000 scalar operations, forward and backward: microseconds per operation, ratios
+  to tracegrad's `tg.grad`;
+- a small MLP training-step gradient (batch 64, 64 -> 256 -> 10, tanh, MSE): ratios to a
+  handwritten NumPy forward and backward (the limit);
 - the node counts of nested grad of f(x) = sin(x) exp(x) / (1 + x^2), orders 1-6 (JAX's
   jaxprs: 21, 67, 182, 470, 1208, 3144 equations).
-All ratios are against tracegrad measured in the same process.
+Systems alternate in rounds in one process (benchmarks/harness.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 import tracegrad as tg
-from benchmarks.common import best_time, optional
+from benchmarks.harness import compare
+from benchmarks.report import cli, optional, skipped
 
 N_OPS = 1000
 
@@ -36,20 +39,12 @@ def mlp(np_, x, y):
     return loss
 
 
-def main() -> None:
-    autograd = optional("autograd")
-    torch = optional("torch")
-    rows = []
-
-    # -- 1,000-op scalar chain ----------------------------------------------------------
-    x0 = 0.3
-    t_tg = best_time(lambda: tg.grad(chain(np))(x0))
-    rows.append(("scalar chain, grad (us/op)", t_tg / N_OPS * 1e6, {}))
+def chain_systems(torch, autograd, x0=0.3):
+    out = {"tracegrad tg.grad": lambda: tg.grad(chain(np))(x0)}
     if autograd is not None:
         import autograd.numpy as anp
 
-        t = best_time(lambda: autograd.grad(chain(anp))(x0))
-        rows[-1][2]["HIPS autograd"] = t / N_OPS * 1e6
+        out["HIPS autograd"] = lambda: autograd.grad(chain(anp))(x0)
     if torch is not None:
 
         def torch_chain():
@@ -57,10 +52,11 @@ def main() -> None:
             chain(torch)(x).backward()
             return x.grad
 
-        t = best_time(torch_chain)
-        rows[-1][2]["PyTorch eager"] = t / N_OPS * 1e6
+        out["PyTorch eager"] = torch_chain
+    return out
 
-    # -- MLP gradient -------------------------------------------------------------------
+
+def mlp_systems(torch, autograd):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 64))
     y = rng.standard_normal((64, 10))
@@ -70,9 +66,6 @@ def main() -> None:
         rng.standard_normal((256, 10)) * 0.1,
         np.zeros(10),
     )
-    g = tg.grad(mlp(np, x, y), argnums=(0, 1, 2, 3))
-    t_tg = best_time(lambda: g(*params))
-    rows.append(("MLP 64-256-10 grad (us/step)", t_tg * 1e6, {}))
 
     def numpy_step():  # handwritten forward and backward: the limit
         w1, b1, w2, b2 = params
@@ -85,17 +78,15 @@ def main() -> None:
         da = (d @ w2.T) * (1 - h * h)
         return x.T @ da, da.sum(0), gw2, gb2
 
-    rows[-1][2]["handwritten NumPy"] = best_time(numpy_step) * 1e6
+    g = tg.grad(mlp(np, x, y), argnums=(0, 1, 2, 3))
     for got, want in zip(g(*params), numpy_step()):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    out = {"handwritten NumPy": numpy_step, "tracegrad tg.grad": lambda: g(*params)}
     if autograd is not None:
         import autograd.numpy as anp
 
-        def ag_loss(p):
-            return mlp(anp, x, y)(*p)
-
-        agp = autograd.grad(ag_loss)
-        rows[-1][2]["HIPS autograd"] = best_time(lambda: agp(params)) * 1e6
+        agp = autograd.grad(lambda p: mlp(anp, x, y)(*p))
+        out["HIPS autograd"] = lambda: agp(params)
     if torch is not None:
         tx, ty = torch.tensor(x), torch.tensor(y)
         tp = [torch.tensor(p, requires_grad=True) for p in params]
@@ -105,26 +96,40 @@ def main() -> None:
                 p.grad = None
             mlp(torch, tx, ty)(*tp).backward()
 
-        rows[-1][2]["PyTorch eager"] = best_time(torch_step) * 1e6
+        out["PyTorch eager"] = torch_step
+    return out
 
-    print(f"{'benchmark':34} {'tracegrad':>10}  peers (ratio = peer / tracegrad)")
-    for name, ours, peers in rows:
-        peer_text = ", ".join(f"{k} {v:.2f} ({v / ours:.2f}x)" for k, v in peers.items())
-        print(f"{name:34} {ours:10.2f}  {peer_text}")
 
-    # -- nested grad graph sizes ----------------------------------------------------------
+def nested_sizes(orders=6) -> list[int]:
     def f(x):
         return np.sin(x) * np.exp(x) / (1 + x * x)
 
     sizes = []
     d = f
-    for _ in range(6):
+    for _ in range(orders):
         d = tg.grad(d)
         sizes.append(len(tg.make_graph(d)(1.0).nodes))
-    print(
-        "nested grad graph nodes, orders 1-6:", sizes, "(JAX jaxprs: 21, 67, 182, 470, 1208, 3144)"
+    return sizes
+
+
+def run(opts):
+    torch, autograd = optional("torch"), optional("autograd")
+    if note := skipped("torch", "autograd"):
+        yield note
+    title = "1,000-op scalar chain (sin, *0.9, *0.3, +), forward + backward, float64"
+    systems = chain_systems(torch, autograd)
+    yield compare(
+        title, systems, "tracegrad tg.grad", quick=opts.quick, per=N_OPS, unit="op"
+    ).table()
+    title = "MLP gradient, batch 64, 64 -> 256 -> 10, tanh, MSE, float64"
+    yield compare(
+        title, mlp_systems(torch, autograd), "handwritten NumPy", quick=opts.quick
+    ).table()
+    yield (
+        f"nested grad graph nodes, orders 1-6: {nested_sizes()} "
+        "(JAX jaxprs: 21, 67, 182, 470, 1208, 3144)"
     )
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -1,10 +1,10 @@
 """`hessian` of f(x) = sum(tanh(A x)^2) + (x.x)^2 against the analytic NumPy Hessian.
 
-Run: python -m benchmarks.hessian
+Run: python -m benchmarks.hessian [--quick]
 The limit is the closed form (one n^3 product): with t = tanh(A x), w = 2(1-t^2)(1-3t^2),
-H = A^T (w[:, None] * A) + 4 (x.x) I + 8 x x^T. Peers, when installed, run in the same process
-with one thread each: jax.jit(jax.hessian), jax.hessian without jit, torch.func.hessian and
-HIPS autograd. Ratios are time / analytic time.
+H = A^T (w[:, None] * A) + 4 (x.x) I + 8 x x^T. Peers, when installed, alternate with it in
+rounds in the same process (benchmarks/harness.py), one thread each: jax.jit(jax.hessian),
+jax.hessian without jit, torch.func.hessian and HIPS autograd. Ratios are time / analytic.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 import tracegrad as tg
-from benchmarks.common import best_time, optional
+from benchmarks.harness import compare
+from benchmarks.report import cli, optional, skipped
 
 
 def analytic(a, x):
@@ -24,19 +25,8 @@ def analytic(a, x):
     return h
 
 
-def main(sizes=(10, 100, 500)) -> None:
-    jax = optional("jax")
-    if jax is not None:
-        jax.config.update("jax_enable_x64", True)
-    print(f"{'n':>5} {'analytic us':>12}  ratios (time / analytic)")
-    for n in sizes:
-        t_ref, ratios = measure(n, jax, optional("torch"), optional("autograd"))
-        text = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
-        print(f"{n:>5} {t_ref * 1e6:12.1f}  {text}")
-
-
-def measure(n, jax, torch, autograd):
-    """(analytic seconds, {name: time / analytic}) for one size."""
+def systems(n, jax, torch, autograd):
+    """name -> one Hessian of size n, checked against the closed form where it is ours."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)) / np.sqrt(n)
     x = rng.standard_normal(n)
@@ -44,37 +34,38 @@ def measure(n, jax, torch, autograd):
     def f(x):
         return np.sum(np.tanh(a @ x) ** 2) + (x @ x) ** 2
 
-    ref = analytic(a, x)
-    np.testing.assert_allclose(tg.hessian(f)(x), ref, rtol=1e-9, atol=1e-9)
-    t_ref = best_time(lambda: analytic(a, x))
-    ratios = {"tracegrad hessian": best_time(lambda: tg.hessian(f)(x)) / t_ref}
+    np.testing.assert_allclose(tg.hessian(f)(x), analytic(a, x), rtol=1e-9, atol=1e-9)
+    out = {"analytic NumPy": lambda: analytic(a, x), "tracegrad hessian": lambda: tg.hessian(f)(x)}
     if jax is not None:
         import jax.numpy as jnp
 
-        ja = jnp.asarray(a)
+        ja, jx = jnp.asarray(a), jnp.asarray(x)
         jf = lambda x: jnp.sum(jnp.tanh(ja @ x) ** 2) + (x @ x) ** 2
-        jh = jax.jit(jax.hessian(jf))
-        jx = jnp.asarray(x)
-        ratios["jax.jit(jax.hessian)"] = best_time(lambda: jh(jx).block_until_ready()) / t_ref
-        jh_nojit = jax.hessian(jf)
-        ratios["jax.hessian (no jit)"] = (
-            best_time(lambda: jh_nojit(jx).block_until_ready(), repeat=3) / t_ref
-        )
+        jh, jh_nojit = jax.jit(jax.hessian(jf)), jax.hessian(jf)
+        out["jax.jit(jax.hessian)"] = lambda: jh(jx).block_until_ready()
+        out["jax.hessian (no jit)"] = lambda: jh_nojit(jx).block_until_ready()
     if torch is not None:
-        ta = torch.tensor(a)
+        ta, tx = torch.tensor(a), torch.tensor(x)
         tf = lambda x: torch.sum(torch.tanh(ta @ x) ** 2) + (x @ x) ** 2
-        tx = torch.tensor(x)
-        ratios["torch.func.hessian"] = (
-            best_time(lambda: torch.func.hessian(tf)(tx), repeat=3) / t_ref
-        )
+        out["torch.func.hessian"] = lambda: torch.func.hessian(tf)(tx)
     if autograd is not None:
         import autograd.numpy as anp
 
         af = lambda x: anp.sum(anp.tanh(anp.dot(a, x)) ** 2) + anp.dot(x, x) ** 2
         ah = autograd.hessian(af)
-        ratios["HIPS autograd"] = best_time(lambda: ah(x), repeat=3) / t_ref
-    return t_ref, ratios
+        out["HIPS autograd"] = lambda: ah(x)
+    return out
+
+
+def run(opts):
+    jax, torch, autograd = optional("jax"), optional("torch"), optional("autograd")
+    if note := skipped("jax", "torch", "autograd"):
+        yield note
+    for n in (10, 100, 500):
+        title = f"Hessian, n = {n}, float64"
+        hessians = systems(n, jax, torch, autograd)
+        yield compare(title, hessians, "analytic NumPy", quick=opts.quick).table()
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

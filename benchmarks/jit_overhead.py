@@ -1,12 +1,13 @@
 """jit on scalar chains: run time per operation against straight-line NumPy, and the cost
 of the first call (trace, simplify, generate code, compile) per node.
 
-Run: python -m benchmarks.jit_overhead
+Run: python -m benchmarks.jit_overhead [--quick]
 - a chain of 1,000 scalar operations, forward and backward (`jit(value_and_grad(f))`), per
   operation, against the same chain written as straight-line NumPy on 0-d values (forward and
-  a handwritten backward);
-- the first call of `jit(grad(f))` for chains of 10^2, 10^3, 10^4 operations, per node of the
-  graph it compiles (`jax.jit`'s first call costs about 1,100 us per node here).
+  a handwritten backward: the limit), alternating in rounds (benchmarks/harness.py);
+- the first call of `jit(grad(f))` for chains of 10^2, 10^3, 10^4 operations (quick: up to
+  10^3), per node of the graph it compiles, the median over a few fresh `jit` objects, each
+  with an empty cache (`jax.jit`'s first call costs about 1,100 us per node here).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import time
 import numpy as np
 
 import tracegrad as tg
-from benchmarks.common import best_time
+from benchmarks.harness import Table, compare, fmt_time
+from benchmarks.report import cli
 
 N_OPS = 1000
 
@@ -43,31 +45,42 @@ def straight_line(x, n=N_OPS):
     return x, g
 
 
-def main() -> None:
+def first_call(n: int, repeats: int) -> tuple[int, float]:
+    """(nodes compiled, median seconds of a fresh jit's first call) for a chain of n ops."""
+    x = np.float64(0.3)
+    times = []
+    for _ in range(repeats):
+        g = tg.jit(tg.grad(chain(n)))
+        t0 = time.perf_counter()
+        g(x)
+        times.append(time.perf_counter() - t0)
+    return len(g.lower(x).graph.nodes), float(np.median(times))
+
+
+def run(opts):
     x = np.float64(0.3)
     f = chain(N_OPS)
     jf = tg.jit(tg.value_and_grad(f))
     v, g = jf(x)
     v_ref, g_ref = straight_line(x)
     np.testing.assert_allclose([v, g], [v_ref, g_ref], rtol=1e-12)
-    t_jit = best_time(lambda: jf(x))
-    t_ref = best_time(lambda: straight_line(x))
-    t_nojit = best_time(lambda: tg.value_and_grad(f)(x))
-    print(
-        f"1,000-op scalar chain, forward + backward, us per op: straight-line NumPy "
-        f"{t_ref / N_OPS * 1e6:.2f}, tracegrad jit {t_jit / N_OPS * 1e6:.2f} "
-        f"({t_jit / t_ref:.2f}x), tracegrad no jit {t_nojit / N_OPS * 1e6:.2f} "
-        f"({t_nojit / t_ref:.2f}x)"
-    )
-    print(f"{'ops':>7} {'nodes':>7} {'first call us/node':>19} {'trace+simplify+codegen':>24}")
-    for n in (100, 1000, 10000):
-        g = tg.jit(tg.grad(chain(n)))
-        t0 = time.perf_counter()
-        g(x)
-        first = time.perf_counter() - t0
-        nodes = len(g.lower(x).graph.nodes)
-        print(f"{n:>7} {nodes:>7} {first / nodes * 1e6:19.2f}")
+    systems = {
+        "straight-line NumPy": lambda: straight_line(x),
+        "tracegrad jit": lambda: jf(x),
+        "tracegrad no jit": lambda: tg.value_and_grad(f)(x),
+    }
+    title = "1,000-op scalar chain (sin, *0.9, *0.3, +), forward + backward, 0-d float64"
+    yield compare(
+        title, systems, "straight-line NumPy", quick=opts.quick, per=N_OPS, unit="op"
+    ).table()
+    rows = []
+    for n in (100, 1000) if opts.quick else (100, 1000, 10000):
+        nodes, seconds = first_call(n, repeats=3 if n <= 1000 else 2)
+        rows.append([str(n), str(nodes), fmt_time(seconds), fmt_time(seconds / nodes)])
+    columns = ["ops", "nodes", "first call", "per node"]
+    notes = ["trace + simplify + generate code + compile; median over fresh jit objects"]
+    yield Table("first call of jit(grad(chain))", columns, rows, notes)
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -1,9 +1,10 @@
 """An MLP training step (batch 64, 64 -> H -> 10, tanh, MSE, SGD) under jit, against a
-handwritten NumPy step (the limit) and peers, one thread each, in one process.
+handwritten NumPy step (the limit) and peers, one thread each, alternating in one process.
 
-Run: python -m benchmarks.mlp_step
+Run: python -m benchmarks.mlp_step [--quick]
 The handwritten step updates the parameters in place and reuses temporaries where natural.
-Ratios are time / handwritten.
+Ratios are time / handwritten, per round (benchmarks/harness.py). Page faults per step are
+counted after the rounds: a step that frees and re-allocates large temporaries pays for them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import resource
 import numpy as np
 
 import tracegrad as tg
-from benchmarks.common import best_time, optional
+from benchmarks.harness import Table, compare
+from benchmarks.report import cli, optional, skipped
 
 LR = 0.01
 
@@ -84,32 +86,13 @@ def page_faults(fn, n=50):
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / n
 
 
-def main(sizes=(32, 256, 2048)) -> None:
-    torch = optional("torch")
-    jax = optional("jax")
-    autograd = optional("autograd")
-    if jax is not None:
-        jax.config.update("jax_enable_x64", True)
-    print(f"{'H':>5} {'handwritten us':>15}  ratios (time / handwritten); page faults per step")
-    for h in sizes:
-        t_ref, ratios, faults = measure(h, torch, jax, autograd)
-        text = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
-        ftext = ", ".join(f"{k} {v:.0f}" for k, v in faults.items())
-        print(f"{h:>5} {t_ref * 1e6:15.1f}  {text}\n{'':22}faults: {ftext}")
+def data(seed=1):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((64, 64)), rng.standard_normal((64, 10))
 
 
-def measure(h, torch, jax, autograd):
-    rng = np.random.default_rng(1)
-    x, y = rng.standard_normal((64, 64)), rng.standard_normal((64, 10))
-    hand = Handwritten(init(h), x, y)
-    jstep = tg.jit(step)
-    state = {"p": init(h)}
-
-    def run_jit():
-        state["p"], value = jstep(state["p"], x, y)
-        return value
-
-    # same numbers: one step from the same start
+def check_same_numbers(h, x, y) -> None:
+    """The jitted step and the handwritten one take the same step from the same start."""
     p_check, v_check = tg.jit(step)(init(h), x, y)
     ref = Handwritten(init(h), x, y)
     v_ref = ref()
@@ -117,63 +100,31 @@ def measure(h, torch, jax, autograd):
     for k in p_check:
         np.testing.assert_allclose(p_check[k], ref.p[k], rtol=1e-10, atol=1e-12)
 
-    t_ref = best_time(hand)
-    ratios = {"tracegrad jit": best_time(run_jit) / t_ref}
-    faults = {"handwritten": page_faults(hand), "tracegrad jit": page_faults(run_jit)}
-    nojit = {"p": init(h)}
 
-    def run_nojit():
-        nojit["p"], value = step(nojit["p"], x, y)
+def stateful(fn, p):
+    """A step that carries its parameters from call to call, as a training loop does."""
+    state = {"p": p}
+
+    def run():
+        state["p"], value = fn(state["p"])
         return value
 
-    ratios["tracegrad no jit"] = best_time(run_nojit) / t_ref
-    jdonate = tg.jit(step, donate_argnums=0)  # the update writes into the old parameters
-    dstate = {"p": init(h)}
+    return run
 
-    def run_donate():
-        dstate["p"], value = jdonate(dstate["p"], x, y)
-        return value
 
-    ratios["tracegrad jit donate"] = best_time(run_donate) / t_ref
-    faults["tracegrad jit donate"] = page_faults(run_donate)
+def systems(h, x, y, torch, jax, autograd):
+    """name -> one training step, every one built (and compiled) here."""
+    jstep, jdonate = tg.jit(step), tg.jit(step, donate_argnums=0)  # donate: update in place
+    out = {
+        "handwritten NumPy": Handwritten(init(h), x, y),
+        "tracegrad jit": stateful(lambda p: jstep(p, x, y), init(h)),
+        "tracegrad jit donate": stateful(lambda p: jdonate(p, x, y), init(h)),
+        "tracegrad no jit": stateful(lambda p: step(p, x, y), init(h)),
+    }
     if jax is not None:
-        import jax.numpy as jnp
-
-        def jloss(p, x, y):
-            hidden = jnp.tanh(x @ p["w1"] + p["b1"])
-            return jnp.mean((hidden @ p["w2"] + p["b2"] - y) ** 2)
-
-        @jax.jit
-        def jax_step(p, x, y):
-            value, g = jax.value_and_grad(jloss)(p, x, y)
-            return {k: p[k] - LR * g[k] for k in p}, value
-
-        jp = {k: jnp.asarray(v) for k, v in init(h).items()}
-        jx, jy = jnp.asarray(x), jnp.asarray(y)
-        jstate = {"p": jp}
-
-        def run_jax():
-            jstate["p"], value = jax_step(jstate["p"], jx, jy)
-            value.block_until_ready()
-
-        ratios["jax.jit"] = best_time(run_jax) / t_ref
+        out["jax.jit"] = _jax_step(jax, h, x, y)
     if torch is not None:
-        tp = {k: torch.tensor(v, requires_grad=True) for k, v in init(h).items()}
-        tx, ty = torch.tensor(x), torch.tensor(y)
-
-        def run_torch():
-            for v in tp.values():
-                v.grad = None
-            value = torch.mean(
-                (torch.tanh(tx @ tp["w1"] + tp["b1"]) @ tp["w2"] + tp["b2"] - ty) ** 2
-            )
-            value.backward()
-            with torch.no_grad():
-                for v in tp.values():
-                    v -= LR * v.grad
-            return value
-
-        ratios["PyTorch eager"] = best_time(run_torch) / t_ref
+        out["PyTorch eager"] = _torch_step(torch, h, x, y)
     if autograd is not None:
         import autograd.numpy as anp
 
@@ -182,16 +133,66 @@ def measure(h, torch, jax, autograd):
             return anp.mean((anp.dot(hidden, p["w2"]) + p["b2"] - y) ** 2)
 
         avg = autograd.value_and_grad(aloss)
-        astate = {"p": init(h)}
 
-        def run_autograd():
-            value, g = avg(astate["p"], x, y)
-            astate["p"] = {k: astate["p"][k] - LR * g[k] for k in g}
-            return value
+        def astep(p):
+            value, g = avg(p, x, y)
+            return {k: p[k] - LR * g[k] for k in g}, value
 
-        ratios["HIPS autograd"] = best_time(run_autograd) / t_ref
-    return t_ref, ratios, faults
+        out["HIPS autograd"] = stateful(astep, init(h))
+    return out
+
+
+def _jax_step(jax, h, x, y):
+    import jax.numpy as jnp
+
+    def jloss(p, x, y):
+        hidden = jnp.tanh(x @ p["w1"] + p["b1"])
+        return jnp.mean((hidden @ p["w2"] + p["b2"] - y) ** 2)
+
+    @jax.jit
+    def jax_step(p, x, y):
+        value, g = jax.value_and_grad(jloss)(p, x, y)
+        return {k: p[k] - LR * g[k] for k in p}, value
+
+    jx, jy = jnp.asarray(x), jnp.asarray(y)
+    run = stateful(lambda p: jax_step(p, jx, jy), {k: jnp.asarray(v) for k, v in init(h).items()})
+    return lambda: run().block_until_ready()  # jax dispatches asynchronously
+
+
+def _torch_step(torch, h, x, y):
+    tp = {k: torch.tensor(v, requires_grad=True) for k, v in init(h).items()}
+    tx, ty = torch.tensor(x), torch.tensor(y)
+
+    def run():
+        for v in tp.values():
+            v.grad = None
+        value = torch.mean((torch.tanh(tx @ tp["w1"] + tp["b1"]) @ tp["w2"] + tp["b2"] - ty) ** 2)
+        value.backward()
+        with torch.no_grad():
+            for v in tp.values():
+                v -= LR * v.grad
+        return value
+
+    return run
+
+
+FAULTED = ("handwritten NumPy", "tracegrad jit", "tracegrad jit donate")
+
+
+def run(opts):
+    torch, jax, autograd = optional("torch"), optional("jax"), optional("autograd")
+    if note := skipped("torch", "jax", "autograd"):
+        yield note
+    x, y = data()
+    faults = []
+    for h in (32, 256, 2048):
+        check_same_numbers(h, x, y)
+        steps = systems(h, x, y, torch, jax, autograd)
+        title = f"MLP training step, batch 64, 64 -> {h} -> 10, float64"
+        yield compare(title, steps, "handwritten NumPy", quick=opts.quick).table()
+        faults.append([str(h)] + [f"{page_faults(steps[name]):.0f}" for name in FAULTED])
+    yield Table("page faults per step (minor, 50 steps)", ["H", *FAULTED], faults)
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -1,12 +1,14 @@
 """One SGD training step of an MLP through the PyTorch-style shim, against PyTorch eager and a
-handwritten NumPy step, one thread each, in one process; then where tracegrad's step goes.
+handwritten NumPy step, one thread each, alternating in one process; then where tracegrad's
+step goes.
 
-Run: python -m benchmarks.shim_mlp_step
+Run: python -m benchmarks.shim_mlp_step [--quick]
 The step is PyTorch's training loop: `optimizer.zero_grad(); loss = loss_fn(model(x), y);
 loss.backward(); optimizer.step()` for Linear(64, 256) -> ReLU -> Linear(256, 10), MSE loss,
 SGD (lr 0.01), batch 32, float32 (PyTorch's default dtype). The handwritten step does the
-forward pass, the backward pass and the update by hand. Ratios are time / handwritten. The
-profile part times each phase of the shim's step and lists cProfile's top entries.
+forward pass, the backward pass and the update by hand. Ratios are time / handwritten, per
+round (benchmarks/harness.py), and shim / PyTorch per round. The profile part times each phase
+of the shim's step and lists cProfile's top entries.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import numpy as np
 import tracegrad as tg
 import tracegrad.nn as nn
 import tracegrad.optim as optim
-from benchmarks.common import best_time, optional
+from benchmarks.harness import Table, compare, fmt_time, quartiles
+from benchmarks.report import cli, optional, skipped
 
 BATCH, D_IN, HIDDEN, D_OUT = 32, 64, 256, 10
 LR = 0.01
@@ -167,32 +170,39 @@ def profile(shim: Shim, n=300, top=12) -> str:
     return "\n".join(lines[start : start + top + 1])
 
 
-def main() -> None:
+def run(opts):
     torch = optional("torch")
+    if note := skipped("torch"):
+        yield note
     params = init()
     x, y = data()
-    hand, shim = Handwritten(params, x, y), Shim(params, x, y)
-    steps = [hand, Shim(params, x, y)]
+    steps = [Handwritten(params, x, y), Shim(params, x, y)]
     if torch is not None:
         steps.append(torch_step(torch, params, x, y))
     check_same_numbers(steps)
 
-    t_ref = best_time(hand)
-    ratios = {"tracegrad shim": best_time(shim) / t_ref}
+    shim = Shim(params, x, y)
+    systems = {"handwritten NumPy": Handwritten(params, x, y), "tracegrad shim": shim}
     if torch is not None:
-        ratios["PyTorch eager"] = best_time(torch_step(torch, params, x, y)) / t_ref
-    text = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
-    print(f"MLP {D_IN}-{HIDDEN}-{D_OUT}, batch {BATCH}, float32, one SGD step (zero_grad, forward,")
-    print(f"loss, backward, step): handwritten NumPy {t_ref * 1e6:.1f} us; {text}")
+        systems["PyTorch eager"] = torch_step(torch, params, x, y)
+    title = (
+        f"MLP {D_IN}-{HIDDEN}-{D_OUT}, batch {BATCH}, float32, one SGD step "
+        "(zero_grad, forward, loss, backward, step)"
+    )
+    result = compare(title, systems, "handwritten NumPy", quick=opts.quick)
     if torch is not None:
-        shim_over_torch = ratios["tracegrad shim"] / ratios["PyTorch eager"]
-        print(f"tracegrad shim / PyTorch eager: {shim_over_torch:.2f}x")
-    print("\nwhere the shim's step goes (us per call):")
-    for name, t in phases(shim).items():
-        print(f"  {name:28} {t * 1e6:8.1f}")
-    print("\ncProfile, 300 shim steps, top entries by own time:")
-    print(profile(shim))
+        q25, q50, q75 = quartiles(result.ratios("tracegrad shim", "PyTorch eager"))
+        result.notes.append(
+            f"tracegrad shim / PyTorch eager, per round: median {q50:.2f} "
+            f"(quartiles {q25:.2f} - {q75:.2f})"
+        )
+    yield result.table()
+    n = 100 if opts.quick else 400
+    rows = [[name, fmt_time(t)] for name, t in phases(shim, n).items()]
+    yield Table(f"where the shim's step goes (median of {n} steps)", ["phase", "time"], rows)
+    n = 100 if opts.quick else 300
+    yield f"cProfile, {n} shim steps, top entries by own time:\n\n```\n{profile(shim, n)}\n```"
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)
