@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import collections
+import inspect
 import json
+import re
 import struct
 
 import numpy as np
@@ -17,8 +19,9 @@ from tests import strategies as ts
 from tracegrad import tree
 from tracegrad.ir import Aval, Edge, Graph, Node, Params, Primitive, arg_node, const_node
 from tracegrad.ir.primitive import lookup
-from tracegrad.ir.serialize import MAX_DEPTH, dumps, loads
+from tracegrad.ir.serialize import MAX_DEPTH, PARAM_TYPES, dumps, loads
 from tracegrad.ir.verify import verify
+from tracegrad.primitives import ALL
 from tracegrad.primitives import shape as sp
 from tracegrad.primitives.elementwise import negative_p
 
@@ -364,7 +367,7 @@ HOSTILE = {
     ),
     "axis type": (
         _set(_node_path("sum", "params", "axis"), {"str": "0"}),
-        r"param 'axis' must be an int, a tuple of ints or None",
+        r"param 'axis' must be an int, a tuple of at most 64 ints \(int64\) or None",
     ),
     "axis float": (
         _set(_node_path("sum", "params", "axis"), {"tuple": [{"float": 0.0}]}),
@@ -376,7 +379,7 @@ HOSTILE = {
     ),
     "shape type": (
         _set(_node_path("reshape", "params", "shape"), {"tuple": [{"str": "3"}]}),
-        r"param 'shape' must be a tuple of ints",
+        r"param 'shape' must be a tuple of at most 64 ints",
     ),
     "untagged param": (_set(_node_path("sum", "params", "axis"), [0]), r"one type tag"),
     "two tags": (
@@ -499,6 +502,19 @@ HOSTILE = {
     "tree kind": (
         _set(("out_tree",), {"kind": "namedtuple", "children": []}),
         r"out_tree: unknown structure kind 'namedtuple'",
+    ),
+    "tree kind list": (
+        _set(("out_tree",), {"kind": ["tuple"], "children": []}),
+        r"out_tree: unknown structure kind \['tuple'\]",
+    ),
+    "tree kind object": (
+        _set(("in_tree", "children", 0, "kind"), {"kind": "leaf"}),
+        r"in_tree: unknown structure kind \{'kind': 'leaf'\}",
+    ),
+    "tree kind missing": (_set(("out_tree",), {"children": []}), r"unknown structure kind None"),
+    "float overflow": (
+        _set(_node_path("const", "params", "value"), {"float": 10**400}),
+        r"node 0 \(const\), param 'value': the number 1000.*does not fit a float",
     ),
     "tree leaves": (
         _set(("out_tree",), {"kind": "leaf"}),
@@ -627,13 +643,453 @@ def _same_param(a, b) -> bool:
     return a == b
 
 
-def test_every_param_type_round_trips():
+def _zoo_graph(**params) -> Graph:
     x = arg_node(F64_3)
-    node = Node(zoo_p, (Edge(x, 0),), Params(ZOO), (F64_3,))
-    g = Graph((Edge(x, 0),), (Edge(node, 0),), (node,))
+    node = Node(zoo_p, (Edge(x, 0),), Params(params), (F64_3,))
+    return Graph((Edge(x, 0),), (Edge(node, 0),), (node,))
+
+
+def test_every_param_type_round_trips():
+    g = _zoo_graph(**ZOO)
     g2 = loads(dumps(g))
     assert str(g2) == str(g)
     params = g2.nodes[0].params
     assert list(params) == list(ZOO)
     for k, v in ZOO.items():
         assert _same_param(params[k], v), k
+
+
+def test_axis_none_is_accepted_for_a_users_primitive():
+    # NumPy's "all axes": no built-in takes it, but PARAM_TYPES' `axis` is every primitive's
+    g2 = loads(dumps(_zoo_graph(axis=None)))
+    assert g2.nodes[0].params["axis"] is None
+
+
+def test_json_numbers_beyond_float_range_are_rejected():
+    # JSON's 1e400 parses as inf; only the tagged strings may spell a non-finite float
+    text = dumps(BASE)
+    assert '"value":{"float":2.0}' in text
+    for number in ("1e400", "-1e400"):
+        _expect_error(
+            text.replace('"value":{"float":2.0}', '"value":{"float":' + number + "}"),
+            r"node 0 \(const\), param 'value': the number -?inf does not fit a float",
+        )
+
+
+# -- shape rules that fail in unexpected ways ---------------------------------------------------
+
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("this message cannot be formatted")
+
+
+def _raise_unprintable(x):
+    raise _Unprintable
+
+
+unprintable_rule_p = Primitive(
+    "serialized_unprintable_rule", impl=lambda x: x, shape=_raise_unprintable
+)
+array_rule_p = Primitive("serialized_array_rule", impl=lambda x: x, shape=lambda x: np.zeros(3))
+
+
+def _raise_long(x):
+    raise ValueError("x" * 10**6)
+
+
+long_rule_p = Primitive("serialized_long_rule", impl=lambda x: x, shape=_raise_long)
+
+
+def _doc_of_prim(prim) -> dict:
+    doc = json.loads(dumps(_one_node_graph()))
+    doc["nodes"][0]["prim"] = prim.name
+    return doc
+
+
+@pytest.mark.parametrize(
+    "prim, fragment",
+    [
+        (unprintable_rule_p, r"shape rule failed: RuntimeError: this message cannot be formatted"),
+        (array_rule_p, r"shape rule failed: ValueError: The truth value of an array"),
+    ],
+    ids=["exception that cannot be printed", "answer that cannot be compared"],
+)
+def test_shape_rules_failing_in_any_way_give_value_errors(prim, fragment):
+    # check_shape_rule itself raises here (formatting the rule's error, comparing its answer)
+    _expect_error(_doc_of_prim(prim), rf"^loads: node 0 \({prim.name}\): its {fragment}")
+
+
+# -- messages stay short, whatever the document holds -------------------------------------------
+
+
+def _with(path, value, base=None):
+    """A maker of a document: BASE's (or `base`'s) with `value` at `path`. Made only when
+    its test runs: some are megabytes."""
+
+    def make():
+        doc = _doc() if base is None else json.loads(dumps(base))
+        _set(path, value)(doc)
+        return json.dumps(doc)
+
+    return make
+
+
+def _deep_list(depth):
+    v = []
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+_SPLIT = tg.make_graph(lambda x: np.split(x, [1], axis=0))(np.ones(3))
+_EINSUM = tg.make_graph(lambda x: np.einsum("i,i->", x, x))(np.ones(3))
+_AVAL = {"shape": [3], "dtype": "float64", "weak_type": False}
+_LONG_KEY = "k" * 10**6
+
+HUGE = {
+    "wide shape param": (
+        _with(_node_path("reshape", "params", "shape"), {"tuple": [{"int": 3}] * 10**5}),
+        r"param 'shape' must be a tuple of at most 64 ints \(int64\), got \(3, 3, 3",
+    ),
+    "wide split indices": (  # quoted by the rule: a 400 kB message, were it not cut
+        _with(("nodes", 0, "params", "indices"), {"tuple": [{"int": 5}] * 10**5}, _SPLIT),
+        r"node 0 \(split\): its shape rule rejects .*: ValueError: split: indices \(5, 5",
+    ),
+    "all zero split indices": (  # valid indices: 10^5 + 1 outputs, of which 2 are recorded
+        _with(("nodes", 0, "params", "indices"), {"tuple": [{"int": 0}] * 10**5}, _SPLIT),
+        r"node 0 \(split\): its shape rule gives \(f64\[0\], f64\[0\], .* ... .*f64\[3\]\) for",
+    ),
+    "wide shape aval": (_with(("inputs", 0, "shape"), [1] * 10**6), r"shape has 1000000 axes"),
+    "4300-digit edge": (
+        _with(_node_path("sin", "inputs"), [[10**4000, 0]]),
+        r"input 0 refers to value 1000.*, which is not defined before it",
+    ),
+    "4300-digit axis": (
+        _with(_node_path("sum", "params", "axis"), {"tuple": [{"int": 10**4000}]}),
+        r"param 'axis' must be",
+    ),
+    "4300-digit float": (
+        _with(_node_path("const", "params", "value"), {"float": 10**4000}),
+        r"does not fit a float",
+    ),
+    "long subscripts": (
+        _with(("nodes", 0, "params", "subscripts"), {"str": "i" * 10**6 + "->"}, _EINSUM),
+        r"node 0 \(einsum\): its shape rule rejects its inputs .* ValueError: einsum: .*iiii",
+    ),
+    "long error of a rule": (
+        lambda: json.dumps(_doc_of_prim(long_rule_p)),
+        r"its shape rule rejects its inputs \(f64\[3\]\): ValueError: xxxx",
+    ),
+    "many outputs": (
+        _with(("nodes", 0, "out_avals"), [_AVAL] * 10**4, _SPLIT),
+        r"node 0 \(split\): its shape rule gives \(f64\[1\], f64\[2\]\) for inputs",
+    ),
+    "many const avals": (
+        _with(_node_path("const", "out_avals"), [_AVAL] * 10**4),
+        r"node 0 \(const\): its value is f64~\[\] but the node records \(f64\[3\]",
+    ),
+    "many unknown keys": (
+        lambda: json.dumps({**_doc(), **{f"key{i}" * 50: 1 for i in range(10**4)}}),
+        r"the document has unknown keys \['key0key0",
+    ),
+    "long primitive name": (
+        _with(_node_path("sin", "prim"), "\x1b[2J" + "x" * 10**6),
+        r"node 2 \('\\x1b\[2Jxxx.*: unknown primitive",
+    ),
+    "long dtype": (_with(("inputs", 0, "dtype"), "x" * 10**6), r"is not a dtype name"),
+    "long tag": (
+        _with(_node_path("sum", "params", "axis"), {"x" * 10**6: 1}),
+        r"unknown type tag 'xxx",
+    ),
+    "long duplicate key": (
+        lambda: '{"' + _LONG_KEY + '": 1, "' + _LONG_KEY + '": 2}',
+        r"duplicate key 'kkk",
+    ),
+    "long tree kind": (_with(("out_tree", "kind"), [0] * 10**6), r"unknown structure kind \[0, 0"),
+    "deep format": (_with(("format",), _deep_list(900)), r"format is \[\[\[\["),
+    "long format": (_with(("format",), "f" * 10**6), r"format is 'fff"),
+}
+
+
+@pytest.mark.parametrize("case", list(HUGE), ids=list(HUGE))
+def test_messages_stay_short_for_huge_inputs(case):
+    make, fragment = HUGE[case]
+    text = make()
+    with pytest.raises(ValueError, match=fragment) as info:
+        loads(text)
+    message = str(info.value)
+    assert len(message) < 1000, len(message)
+    assert message.isprintable()  # (no control character of the document survives)
+
+
+# -- the total size a document may describe -----------------------------------------------------
+
+
+def _param_leaves(params):
+    stack = list(params.values())
+    while stack:
+        v = stack.pop()
+        if type(v) is tuple:
+            stack.extend(v)
+        else:
+            yield v
+
+
+def described_bytes(graph: Graph) -> int:
+    """An independent count of what `loads` bounds with max_bytes: the bytes of every graph
+    input, every node's outputs (constants read but not listed too) and every aval param,
+    in sub-graphs as well."""
+    total, graphs = 0, [graph]
+    while graphs:
+        g = graphs.pop()
+        total += sum(e.aval.nbytes for e in g.inputs)
+        nodes = set(g.nodes)
+        read = [e.node for n in g.nodes for e in n.inputs] + [e.node for e in g.outputs]
+        nodes |= {n for n in read if n.prim is tg.ir.const_p}
+        for node in nodes:
+            total += sum(a.nbytes for a in node.out_avals)
+            for v in _param_leaves(node.params):
+                if isinstance(v, Graph):
+                    graphs.append(v)
+                elif isinstance(v, Aval):
+                    total += v.nbytes
+    return total
+
+
+def _limit_cases():
+    inner = tg.make_graph(lambda x: np.sin(x) * 3.0)(np.ones(3))
+    x, const = arg_node(F64_3), const_node(np.ones((2, 2)))
+    return {
+        "base": BASE,
+        "sub-graph": _call_graph(inner),
+        "aval param": _zoo_graph(a=Aval((4, 5), np.int8)),
+        "unlisted constant": Graph((Edge(x, 0),), (Edge(const, 0), Edge(x, 0)), ()),
+    }
+
+
+LIMIT_CASES = _limit_cases()
+
+
+@pytest.mark.parametrize("case", list(LIMIT_CASES), ids=list(LIMIT_CASES))
+def test_max_bytes_counts_every_value_described(case):
+    g = LIMIT_CASES[case]
+    text, total = dumps(g), described_bytes(g)
+    assert total > 0
+    assert str(loads(text, max_bytes=total)) == str(g)  # exactly at the limit: fine
+    with pytest.raises(ValueError, match=rf"more than max_bytes={total - 1} bytes of values"):
+        loads(text, max_bytes=total - 1)
+
+
+def _describe_bytes_message(limit: int) -> str:
+    return (
+        rf"the document describes more than max_bytes={limit} bytes of values in all .*"
+        r"raise the limit with loads\(\.\.\., max_bytes=\.\.\.\)"
+    )
+
+
+def test_small_documents_cannot_describe_huge_programs():
+    # five values of 1 GiB each: every one under the per-value limit, 5 GiB in all
+    big = Aval((2**27,), np.float64)
+    g = tg.make_graph(lambda x: np.tanh(np.cos(np.sin(x))) + x)(big)
+    text = dumps(g)
+    assert len(text) < 1000 and described_bytes(g) == 5 * 2**30
+    # x and sin(x) reach the default limit, 2 GiB; cos(x) is over it
+    _expect_error(text, r"node 1 \(cos\), out_avals\[0\]: " + _describe_bytes_message(2**31))
+    assert str(loads(text, max_bytes=5 * 2**30)) == str(g)  # describing is not allocating
+
+
+def test_one_huge_value_is_over_the_limit():
+    g = tg.make_graph(np.sin)(Aval((2**31,), np.float64))  # 16 GiB, at the per-value limit
+    _expect_error(dumps(g), r"^loads: input 0: " + _describe_bytes_message(2**31))
+
+
+def test_sub_graphs_and_aval_params_count_against_the_limit():
+    inner = tg.make_graph(np.sin)(Aval((2**27,), np.float64))  # 2 GiB described inside
+    x = arg_node(F64_3)
+    call = Node(call_p, (Edge(x, 0),), Params(graph=inner), inner.out_avals)
+    _expect_error(dumps(Graph((Edge(x, 0),), (Edge(call, 0),), (call,))), r"max_bytes=2147483648")
+    _expect_error(
+        dumps(_zoo_graph(a=Aval((2**29, 2), np.float32))),
+        r"node 0 \(zoo\), param 'a': " + _describe_bytes_message(2**31),
+    )
+
+
+def test_array_constants_are_measured_before_decoding(monkeypatch):
+    # the inputs (32 bytes) and the scalar 2.0 (8) leave 23 bytes: the [3, 1] array's 24 do
+    # not fit, and none of its base64 is decoded to find out
+    def decode(*args, **kwargs):
+        raise AssertionError("decoded")
+
+    monkeypatch.setattr(base64, "b64decode", decode)
+    with pytest.raises(ValueError, match=r"node 1 \(const\), param 'value': the document"):
+        loads(dumps(BASE), max_bytes=63)
+
+
+@pytest.mark.parametrize(
+    "max_bytes, error, fragment",
+    [
+        ("1", TypeError, r"max_bytes must be an int, got str"),
+        (1.5, TypeError, r"max_bytes must be an int, got float"),
+        (True, TypeError, r"max_bytes must be an int, got bool"),
+        (-1, ValueError, r"max_bytes must be non-negative, got -1"),
+    ],
+)
+def test_max_bytes_must_be_a_non_negative_int(max_bytes, error, fragment):
+    with pytest.raises(error, match=fragment):
+        loads(dumps(BASE), max_bytes=max_bytes)
+
+
+# -- the types of params ------------------------------------------------------------------------
+
+_X = np.arange(6.0).reshape(2, 3) + 1.0
+
+
+def _reductions(x):
+    return (
+        np.sum(x, axis=1, keepdims=True),
+        np.prod(x, axis=0),
+        np.max(x, axis=1),
+        np.min(x),
+        np.argmax(x, axis=0),
+        np.argmin(x, axis=1, keepdims=True),
+        np.all(x > 0, axis=0),
+        np.any(x > 2),
+        np.cumsum(x, axis=1),
+        np.cumprod(x, axis=0),
+    )
+
+
+def _views(x):
+    return (
+        x.reshape(3, 2),
+        x.T,
+        np.expand_dims(x, 0),
+        np.squeeze(x[None], 0),
+        np.flip(x, 1),
+        np.broadcast_to(x, (2, 2, 3)),
+        x[1:, ::2],
+        x[:, ::-1],
+        x.astype(np.float32),
+    )
+
+
+def _copies(x):
+    return (
+        np.concatenate([x, x], axis=0),
+        *np.split(x, [1], axis=1),
+        np.repeat(x, 2, axis=0),
+        np.repeat(x, [1, 2], axis=0),
+        np.tile(x, (2, 1)),
+        np.pad(x, 1),
+        np.pad(x, ((1, 0), (0, 2)), constant_values=1.5),
+    )
+
+
+def _indexing(x):
+    return x[[0, 1, 1]], x[[0, 1], 1:], x[None, ..., [2, 0]], x[1, [1, 2]], x[np.True_]
+
+
+def _products(x, y):
+    return np.tensordot(x, y, axes=([1], [1])), np.einsum("ij,kj->ik", x, y), x @ y.T
+
+
+def _backward(x):
+    # vjps bring in what the forward functions do not: cumsum with reverse=True, pad_strided
+    # (a strided slice's), scatter_add (a gather's)
+    w = np.arange(6.0).reshape(2, 3)
+    return (
+        np.sum(np.cumsum(x, axis=1) * w)
+        + np.sum(np.cumprod(x, axis=1) * w)
+        + np.sum(x[::2, 1:] * 2)
+        + np.sum(x[[0, 0, 1]])
+    )
+
+
+COVERAGE = [
+    (_reductions, (_X,)),
+    (_views, (_X,)),
+    (_copies, (_X,)),
+    (_indexing, (_X,)),
+    (_products, (_X, np.ones((4, 3)))),
+    (tg.grad(_backward), (_X,)),
+]
+COVERAGE_GRAPHS = [tg.make_graph(f)(*args) for f, args in COVERAGE]
+
+
+def _shape_params(prim) -> set[str]:
+    sig = inspect.signature(prim.shape)
+    return {p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY}
+
+
+def test_param_types_cover_every_builtin_param_exactly():
+    names = {name for prim in ALL for name in _shape_params(prim)}
+    assert names == set(PARAM_TYPES)  # no built-in's param unchecked, no stale entry
+
+
+def test_param_types_accept_every_param_the_builtins_record():
+    # graphs traced from NumPy code, not hand-written params: what the primitives really bind
+    seen, wrong = set(), []
+    for g in COVERAGE_GRAPHS:
+        for node in g.nodes:
+            if node.prim.name == "const":
+                continue
+            seen.add(node.prim.name)
+            for name, value in node.params.items():
+                if name not in PARAM_TYPES or not PARAM_TYPES[name][1](value):
+                    wrong.append((node.prim.name, name, value))
+    assert wrong == []
+    # every built-in that takes params is among them: a new one must be added to COVERAGE
+    assert {p.name for p in ALL if _shape_params(p)} <= seen
+    # and the flags' True values too (cumsum's vjp accumulates from the back)
+    assert any(
+        n.params["reverse"] for g in COVERAGE_GRAPHS for n in g.nodes if n.prim.name == "cumsum"
+    )
+
+
+@pytest.mark.parametrize("case", range(len(COVERAGE)))
+def test_coverage_graphs_round_trip(case):
+    f, args = COVERAGE[case]
+    _round_trip(COVERAGE_GRAPHS[case], *args)
+
+
+BAD_PARAMS = {
+    "axis": {"float": 0.0},
+    "axes": {"tuple": [{"str": "0"}]},
+    "shape": {"tuple": [{"bool": True}]},
+    "starts": {"tuple": [{"int": 2**63}]},
+    "limits": {"none": None},
+    "strides": {"tuple": [{"int": 1}] * 65},
+    "reps": {"tuple": [{"tuple": []}]},
+    "pad_width": {"tuple": [{"tuple": [{"int": 1}]}]},
+    "indices": {"int": 1},
+    "repeats": {"float": 2.0},
+    "index": {"tuple": [{"str": "os.system"}]},
+    "keepdims": {"int": 1},
+    "reverse": {"str": "False"},
+    "exclusive": {"int": 0},
+    "dtype": {"str": "float64"},
+    "constant_values": {"str": "0"},
+    "subscripts": {"tuple": []},
+}
+
+
+def test_every_param_type_has_a_bad_value():
+    assert set(BAD_PARAMS) == set(PARAM_TYPES)
+
+
+@pytest.mark.parametrize("name", list(BAD_PARAMS))
+def test_params_of_the_wrong_type_are_rejected(name):
+    # the first traced node with this param, with a value its shape rule might even accept
+    # (reverse="False" is truthy: the interpreter would accumulate from the back)
+    for g in COVERAGE_GRAPHS:
+        doc = json.loads(dumps(g))
+        found = [k for k, n in enumerate(doc["nodes"]) if name in n["params"]]
+        if found:
+            break
+    k = found[0]
+    doc["nodes"][k]["params"][name] = BAD_PARAMS[name]
+    prim = doc["nodes"][k]["prim"]
+    _expect_error(
+        doc, rf"node {k} \({prim}\), param '{name}' must be {re.escape(PARAM_TYPES[name][0])}"
+    )
