@@ -88,7 +88,7 @@ class _Run:
             self.values = traced.values
         self.graph = graph
         self.read = value_reader(self.values)
-        self.outputs = [self.read(e) for e in graph.outputs]
+        self.outputs = [self.read(e.node)[e.index] for e in graph.outputs]
 
     def release(self, node: Node) -> None:
         # the forward value of `node` is needed by no rule still to run (reverse order)

@@ -192,14 +192,14 @@ class Trace:
         params = Params(params) if params else EMPTY_PARAMS
         key = None
         if self.cse:
-            key = (prim, params.key(), *[(e.node, e.index) for e in in_edges])
+            key = (prim, params.key(), *in_edges)
             try:
                 node = self._cse_table.get(key)
             except TypeError:  # unhashable params: never shared
                 key = node = None
             if node is not None:
                 return self._wrap(node, self.values.get(node) if concrete else None)
-        avals = [e.node.out_avals[e.index] for e in in_edges]
+        avals = [e[0].out_avals[e[1]] for e in in_edges]
         out_avals = prim.results(_shape_rule(prim, avals, params))
         node = Node(prim, in_edges, params, out_avals)
         self.nodes.append(node)
@@ -207,8 +207,11 @@ class Trace:
             self._cse_table[key] = node
         vals_out = None
         if concrete:
-            outs = prim.results(prim.impl(*vals, **params))
-            vals_out = tuple(_weak_value(v, a) for v, a in zip(outs, out_avals))
+            out = prim.impl(*vals, **params)
+            if prim.multiple_results:
+                vals_out = tuple(_weak_value(v, a) for v, a in zip(out, out_avals))
+            else:  # the common case, kept short
+                vals_out = (_weak_value(out, out_avals[0]),)
             if self.keep_values:
                 self.values[node] = vals_out
         return self._wrap(node, vals_out)
@@ -233,11 +236,11 @@ class Trace:
         """The tracers of `node`'s outputs (`vals`: their values, or None), as `bind` returns
         them: one tracer, or a tuple for a primitive with several outputs."""
         avals = node.out_avals
+        if len(avals) == 1 and not node.prim.multiple_results:  # the common case, kept short
+            return Tracer(self, Edge(node, 0), avals[0], None if vals is None else vals[0])
         if vals is None:
             vals = (None,) * len(avals)
-        return node.prim.result(
-            [Tracer(self, Edge(node, i), a, v) for i, (a, v) in enumerate(zip(avals, vals))]
-        )
+        return tuple(Tracer(self, Edge(node, i), a, v) for i, (a, v) in enumerate(zip(avals, vals)))
 
     def output_edge(self, x) -> Edge:
         """The edge for an output of the traced function (tracer, outer tracer or constant)."""
@@ -265,9 +268,7 @@ class Trace:
 
 def _shape_rule(prim: Primitive, avals, params):
     """`prim.shape(*avals, **params)`, memoized per primitive: programs repeat signatures."""
-    memo = prim.memo.get("shape")
-    if memo is None:
-        memo = prim.memo["shape"] = {}
+    memo = prim.shape_memo
     try:
         key = (params, *avals)
         out = memo.get(key)

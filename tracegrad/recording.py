@@ -42,12 +42,14 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     # Non-differentiable primitives with float results (floor, sign) are recorded too: as in
     # PyTorch their results require grad and pass a zero gradient.
     if not (needs and _enabled.get()):
-        return prim.result([_result(o, prim, args) for o in prim.results(out)])
+        if not prim.multiple_results:  # the common case, kept short
+            return _result(out, prim, args)
+        return tuple([_result(o, prim, args) for o in out])
     edges = []
     nexts = []
     versions = []
     stamps = _stamped_inputs(prim, args)
-    reads_indices = bool(prim.vjp_reads & _INDEX_READS)
+    reads = prim.vjp_reads
     for i, (a, v) in enumerate(zip(args, values)):
         if isinstance(a, Tensor):
             fn = a._grad_fn
@@ -58,7 +60,9 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
                 edge, nxt = a._edge_and_fn()
                 if edge is None:
                     edge = _constant_edge(v)
-            if i in stamps or (reads_indices and v.dtype.kind not in "fc"):
+            if i in stamps or (
+                v.dtype.kind not in "fc" and ("inputs" in reads or "indices" in reads)
+            ):  # (an integer or bool input is an index or condition: read if any is)
                 # weakly: the tensor may later point at a node that saved it (y += y.exp())
                 versions.append((a._cell, a._cell.version, weakref.ref(a)))
         else:
@@ -73,7 +77,6 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
 
 
 _NONE: frozenset = frozenset()
-_INDEX_READS = frozenset({"inputs", "indices"})  # the integer and bool inputs are read
 
 
 def _stamped_inputs(prim, args) -> frozenset | range:
@@ -108,25 +111,30 @@ _PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
 
 
 def _record_node(prim, args, values, edges, nexts, versions, out, params):
-    outs = tuple([_readonly(o) for o in prim.results(out)])
+    if not prim.multiple_results:  # the common case, kept short
+        out = _readonly(out)
+        node = Node(prim, tuple(edges), params, (_aval(out),))
+        fn = GradFn(node, tuple(nexts), tuple(values), (out,), versions)
+        return _output_tensor(fn, 0, out, prim, args, versions)
+    outs = tuple([_readonly(o) for o in out])
     node = Node(prim, tuple(edges), params, tuple([_aval(o) for o in outs]))
     fn = GradFn(node, tuple(nexts), tuple(values), outs, versions)
-    stamp_outputs = fn._state == GradFn.SAVED and "output" in prim.vjp_reads
-    base = None if prim.view_of is None else _root_base(args[prim.view_of])
-    results = []
-    for i, o in enumerate(outs):
-        cell = _Cell(o)
-        t = Tensor.__new__(Tensor)
-        t._init(cell, fn, i)
-        if o.dtype.kind not in "fc":
-            t._grad_fn = None
-            t._requires_grad = False
-        elif stamp_outputs:
-            versions.append((cell, 0, i))  # output i of this node (an int: no cycle)
-        if base is not None:
-            t._base = base
-        results.append(t)
-    return prim.result(results)
+    return tuple([_output_tensor(fn, i, o, prim, args, versions) for i, o in enumerate(outs)])
+
+
+def _output_tensor(fn, i: int, value, prim, args, versions) -> Tensor:
+    """The tensor of output `i` of a recorded node."""
+    cell = _Cell(value)
+    t = Tensor.__new__(Tensor)
+    t._init(cell, fn, i)
+    if value.dtype.kind not in "fc":
+        t._grad_fn = None
+        t._requires_grad = False
+    elif fn._state == GradFn.SAVED and "output" in prim.vjp_reads:
+        versions.append((cell, 0, i))  # output i of this node (an int: no cycle)
+    if prim.view_of is not None:
+        t._base = _root_base(args[prim.view_of])
+    return t
 
 
 _AVALS: dict = {}

@@ -406,8 +406,7 @@ class _Pass:
             primals, out = fn.saved(self.create)
             if not self.retain and fn._on_release is None:
                 fn.release()  # the rule has what it reads; the node keeps nothing, as PyTorch
-            needs = [e.node in active for e in node.inputs]
-            in_bars = vjp_step(node, bar, primals, out, needs)
+            in_bars = vjp_step(node, bar, primals, out, active)
             if node in post:
                 in_bars = self.after(node, bar, in_bars)
             for e, b in zip(node.inputs, in_bars):

@@ -141,8 +141,9 @@ class Primitive:
     registered: bool = True
     #: `input_vjp(i)`: input i's own vjp rule, when `vjp` was given input by input (derived)
     input_vjp: Callable | None = attrs.field(default=None, init=False)
-    #: memo tables the passes keep per primitive (shape rule results, the shape rule's
-    #: signature): they live and die with the primitive, so a user's can be freed
+    #: memo tables the passes keep per primitive (shape rule results; the shape rule's
+    #: signature, ...): they live and die with the primitive, so a user's can be freed
+    shape_memo: dict = attrs.field(factory=dict, init=False, repr=False)
     memo: dict = attrs.field(factory=dict, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:

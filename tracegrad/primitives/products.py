@@ -300,7 +300,9 @@ matmul_p = Primitive(
     emit=lambda x, y: f"np.matmul({x}, {y})",
     vjp_reads=READS_INPUTS,
     bilinear=True,
-    layout=Layout.C,
+    # a gufunc: its batch axes are allocated in the iterator's order of the inputs' batch
+    # axes (C order from C-order inputs, as the core axes always are)
+    layout=Layout.KEEPS_C,
     torch_name=_matmul_torch_name,
 )
 

@@ -40,8 +40,8 @@ def tangent_pass(graph: Graph, read: Reader, tangents: Sequence) -> list:
                 f"forward mode: the primitive {prim.name!r} has no jvp rule; give it one "
                 "(Primitive(..., jvp=...)), or differentiate it in reverse mode (tg.grad)"
             )
-        primals = [read(e) for e in node.inputs]
-        out = prim.result([read(e) for e in node.outputs])
+        primals = [read(e[0])[e[1]] for e in node.inputs]
+        out = prim.result(read(node))
         t_out = prim.jvp(tuple(primals), tuple(ins), out=out, **node.params)
         if t_out is None:
             continue

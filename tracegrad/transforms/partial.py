@@ -35,16 +35,18 @@ class Split:
 def linear_split(graph: Graph, run_pass: Callable, new_avals: Sequence[Aval], name: str) -> Split:
     """Trace `run_pass(read, new_tracers) -> results (None for zero)` and split it."""
     with new_trace() as trace:
-        cache: dict[Edge, object] = {}
+        cache: dict[Node, tuple] = {}
 
-        def read(e: Edge):
+        def read(node: Node) -> tuple:
             # forward values are the graph's own edges: nodes are reused, never copied
-            if e.node.prim is const_p:
-                return e.node.params["value"]
-            t = cache.get(e)
-            if t is None:
-                t = cache[e] = Tracer(trace, e, e.aval, None)
-            return t
+            ts = cache.get(node)
+            if ts is None:
+                if node.prim is const_p:
+                    ts = (node.params["value"],)
+                else:
+                    ts = tuple(Tracer(trace, e, e.aval, None) for e in node.outputs)
+                cache[node] = ts
+            return ts
 
         new_tracers = [trace.new_arg(a) for a in new_avals]
         results = run_pass(read, new_tracers)

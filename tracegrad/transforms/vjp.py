@@ -22,13 +22,14 @@ from tracegrad.ir.types import is_float, shape_of
 from tracegrad.primitives.elementwise import astype
 from tracegrad.transforms.partial import Split, linear_split
 
-Reader = Callable[[Edge], object]
+#: `read(node)`: the forward values of `node`'s outputs, one per output (a tuple)
+Reader = Callable[[Node], tuple]
 
 
-def vjp_step(node: Node, bar, primals: Sequence, out, needs: Sequence[bool]) -> tuple:
+def vjp_step(node: Node, bar, primals: Sequence, out, active) -> tuple:
     """One cotangent per input of `node` (None where none flows), given its output
-    cotangent `bar` and forward values as its vjp rule takes them; `needs[i]` says whether
-    input i wants one. The rule's results are not yet checked (see `conform`)."""
+    cotangent `bar` and forward values as its vjp rule takes them; only inputs whose node is
+    in `active` want one. The rule's results are not yet checked (see `conform`)."""
     prim = node.prim
     rule_of = prim.input_vjp
     if rule_of is None:
@@ -39,10 +40,10 @@ def vjp_step(node: Node, bar, primals: Sequence, out, needs: Sequence[bool]) -> 
             )
         return prim.vjp(bar, *primals, out=out, **node.params)
     bars = []
-    for i, need in enumerate(needs):
-        rule = rule_of(i) if need else None
+    for i, e in enumerate(node.inputs):
+        rule = rule_of(i) if e[0] in active else None
         bars.append(None if rule is None else rule(bar, *primals, out=out, **node.params))
-    return tuple(bars)
+    return bars
 
 
 def active_nodes(graph: Graph, wrt: Sequence[bool]) -> set[Node]:
@@ -104,9 +105,10 @@ def backward_pass(
 ) -> list:
     """Cotangents of `graph.inputs` (None where none flows) given the outputs' cotangents.
 
-    `read(edge)` gives the forward value of an edge: arrays to compute gradients now, tracers
-    to record them. `release(node)` is called once a node's forward value is no longer needed
-    (its own rule has run), so a caller can free it, as PyTorch frees saved tensors.
+    `read(node)` gives the forward values of a node's outputs: arrays to compute gradients
+    now, tracers to record them. `release(node)` is called once a node's forward values are
+    no longer needed (its own rule has run), so a caller can free them, as PyTorch frees
+    saved tensors.
     """
     active = active_nodes(graph, wrt)
     bars = Cotangents()
@@ -117,11 +119,10 @@ def backward_pass(
         if node in active and node.prim is not const_p:
             bar = bars.pop(node)
             if bar is not None:
-                primals = [read(e) for e in node.inputs]
-                out = node.prim.result([read(e) for e in node.outputs])
-                needs = [e.node in active for e in node.inputs]
-                for e, b in zip(node.inputs, vjp_step(node, bar, primals, out, needs)):
-                    if b is not None and e.node in active:  # constants take no cotangent
+                primals = [read(e[0])[e[1]] for e in node.inputs]
+                out = node.prim.result(read(node))
+                for e, b in zip(node.inputs, vjp_step(node, bar, primals, out, active)):
+                    if b is not None and e[0] in active:  # constants take no cotangent
                         bars.add(e, b)
         if release is not None:
             release(node)
@@ -132,11 +133,11 @@ def value_reader(values: dict[Node, tuple]) -> Reader:
     """`read` over the values a concrete trace or an interpreter run kept (one tuple of
     output values per node; constants hold their own)."""
 
-    def read(e: Edge):
-        node = e[0]
-        if node.prim is const_p:
-            return node.params["value"]
-        return values[node][e[1]]
+    def read(node: Node) -> tuple:
+        found = values.get(node)
+        if found is None:  # a constant (kept on the node, not in the table)
+            return (node.params["value"],)
+        return found
 
     return read
 
