@@ -114,6 +114,7 @@ SAMPLES = {
     ew.multiply_p: _binary(),
     ew.divide_p: _binary(-2, 2, 0.5, 2, ints=((-3, 3), (1, 3))),
     ew.power_p: _binary(0.5, 2, -2, 2, ints=((1, 3), (-2, 2))),
+    ew.float_power_p: _binary(0.5, 2, -2, 2, ints=((1, 3), (-2, 2))),
     ew.maximum_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
     ew.minimum_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
     ew.fmax_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),

@@ -66,7 +66,7 @@ def check_signature(prim, n_inputs: int, param_names) -> str | None:
 def expected_avals(prim, in_avals, params) -> tuple[Aval, ...]:
     """The output avals `prim`'s shape rule gives for these input avals and params."""
     out = prim.shape(*in_avals, **params)
-    return tuple(out) if prim.multiple_results else (out,)
+    return tuple(prim.results(out))
 
 
 def check_shape_rule(node: Node, in_avals) -> str | None:

@@ -2,14 +2,18 @@
 where a per-example axis sits once a batch axis is inserted.
 
 Reductions take `axis` as a sorted tuple of distinct non-negative axes and a `keepdims` flag
-(the `tracegrad.numpy` wrappers normalize NumPy-style axes); batching rules receive the whole
-batch with its batch axis at `dim` and per-example params.
+(the `tracegrad.numpy` wrappers normalize NumPy-style axes), and `reducer` builds one such
+primitive with its binding function; batching rules receive the whole batch with its batch
+axis at `dim` and per-example params.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tracegrad.core import bind
+from tracegrad.ir.layout import Layout
+from tracegrad.ir.primitive import Primitive
 from tracegrad.ir.types import Aval
 
 
@@ -87,3 +91,24 @@ def reduce_batch(fn):
 
 def reduce_emit(fname: str):
     return lambda x, *, axis, keepdims: f"np.{fname}({x}, axis={axis!r}, keepdims={keepdims!r})"
+
+
+def reducer(name: str, np_fn, doc: str, **rules_and_facts):
+    """A reduction over sorted axes with `keepdims` (NumPy's `np_fn`), and the function that
+    binds it, `fn(x, axis, keepdims=False)`: the primitive's impl, batching and emit rules
+    follow from `np_fn`; the rest (shape, jvp, vjp, facts) are given."""
+
+    def fn(x, axis, keepdims=False):
+        return bind(prim, x, axis=as_axes(axis), keepdims=bool(keepdims))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    prim = Primitive(
+        name,
+        impl=lambda x, *, axis, keepdims: np_fn(x, axis=axis, keepdims=keepdims),
+        batch=reduce_batch(fn),
+        emit=reduce_emit(name),
+        layout=Layout.KEEPS_C,
+        **rules_and_facts,
+    )
+    return prim, fn

@@ -18,7 +18,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, shape_of
-from tracegrad.primitives.axes import as_axes, check_axes, reduce_batch, reduce_emit, reduced_shape
+from tracegrad.primitives.axes import check_axes, reduced_shape, reducer
 from tracegrad.primitives.views import expand_dims, linear_jvp, move_to_front, reshape, unary_batch
 
 
@@ -165,11 +165,6 @@ broadcast_to_p = Primitive(
 # -- sum --------------------------------------------------------------------------------------
 
 
-def sum(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
-    """Sum over the axes in `axis` (a normalized tuple)."""
-    return bind(sum_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
-
-
 @functools.lru_cache(maxsize=1024)
 def accumulated_dtype(fn, dtype: np.dtype) -> np.dtype:
     """The result dtype of `fn` (sum, prod, cumsum, cumprod): NumPy widens small integers and
@@ -194,16 +189,14 @@ def _sum_vjp(x_bar, x, *, out, axis, keepdims):
     return (kept_cotangent(x_bar, shape_of(x), axis, keepdims),)
 
 
-sum_p = Primitive(
+sum_p, sum = reducer(  # noqa: A001 - NumPy's name
     "sum",
-    impl=lambda x, *, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+    np.sum,
+    "Sum over the axes in `axis` (a normalized tuple).",
     shape=_sum_shape,
     jvp=_sum_jvp,
     vjp=_sum_vjp,
-    batch=reduce_batch(sum),
-    emit=reduce_emit("sum"),
     vjp_reads=READS_NOTHING,
-    layout=Layout.KEEPS_C,
 )
 
 PRIMITIVES = (broadcast_to_p, sum_p)

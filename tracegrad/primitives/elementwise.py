@@ -17,15 +17,9 @@ import numpy as np
 
 from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
-from tracegrad.ir.primitive import (
-    READS_ALL,
-    READS_INDICES,
-    READS_INPUTS,
-    READS_NOTHING,
-    READS_OUTPUT,
-    Primitive,
-    rule_for,
-)
+from tracegrad.ir.primitive import READS_ALL, READS_INDICES, READS_NOTHING, Primitive, rule_for
+from tracegrad.ir.primitive import READS_INPUTS as _IN
+from tracegrad.ir.primitive import READS_OUTPUT as _OUT
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives.batching import elementwise_batch
 from tracegrad.primitives.broadcasting import (
@@ -36,7 +30,6 @@ from tracegrad.primitives.broadcasting import (
 )
 
 _BATCH = rule_for(elementwise_batch)
-_IN, _OUT = READS_INPUTS, READS_OUTPUT
 
 
 def _zero_jvp(primals, tangents, **params):
@@ -423,6 +416,7 @@ divide_p       = binary("divide", np.divide, jvp=_div_jvp, vjp=(_div_x_bar, _div
                         vjp_reads=READS_ALL, operator="/", torch_name="DivBackward0")
 power_p        = binary("power", np.power, _pow_dx, _pow_dy, vjp_reads=READS_ALL,
                         torch_name=_pow_torch_name, torch_scalar_inputs=(1,))
+float_power_p  = binary("float_power", np.float_power, _pow_dx, _pow_dy, vjp_reads=READS_ALL)
 maximum_p      = binary("maximum", np.maximum, _max_dx, _max_dy, vjp_reads=READS_ALL)
 minimum_p      = binary("minimum", np.minimum, _max_dx, _max_dy, vjp_reads=READS_ALL)
 fmax_p         = binary("fmax", np.fmax, _max_dx, _max_dy, vjp_reads=READS_ALL)
@@ -463,6 +457,7 @@ BINARY = (
     multiply_p,
     divide_p,
     power_p,
+    float_power_p,
     maximum_p,
     minimum_p,
     fmax_p,

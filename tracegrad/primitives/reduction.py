@@ -27,8 +27,8 @@ from tracegrad.primitives.axes import (
     check_axes,
     check_nonempty,
     reduce_batch,
-    reduce_emit,
     reduced_shape,
+    reducer,
     shift_axes,
 )
 from tracegrad.primitives.broadcasting import accumulated_dtype, keep_axes, sum
@@ -61,11 +61,6 @@ def _cumulative_batch(fn):
 
 
 # -- prod -------------------------------------------------------------------------------------
-
-
-def prod(x, axis, keepdims=False):
-    """Product over the axes in `axis` (a normalized tuple)."""
-    return bind(prod_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def _prod_shape(x: Aval, *, axis, keepdims):
@@ -116,29 +111,17 @@ def _prod_vjp(x_bar, x, *, out, axis, keepdims):
     return (keep_axes(x_bar, shape_of(x), axis, keepdims) * _others_product(x, axis),)
 
 
-prod_p = Primitive(
+prod_p, prod = reducer(
     "prod",
-    impl=lambda x, *, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+    np.prod,
+    "Product over the axes in `axis` (a normalized tuple).",
     shape=_prod_shape,
     jvp=_prod_jvp,
     vjp=_prod_vjp,
-    batch=reduce_batch(prod),
-    emit=reduce_emit("prod"),
     vjp_reads=READS_ALL,
-    layout=Layout.KEEPS_C,
 )
 
 # -- max, min ---------------------------------------------------------------------------------
-
-
-def max(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
-    """Maximum over the axes in `axis` (NumPy's `amax`)."""
-    return bind(max_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
-
-
-def min(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
-    """Minimum over the axes in `axis` (NumPy's `amin`)."""
-    return bind(min_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
 
 def _chooser_shape(name, ufunc_name):
@@ -179,29 +162,24 @@ def _chooser_vjp(x_bar, x, *, out, axis, keepdims):
     return (keep_axes(x_bar, shape_of(x), axis, keepdims) * weights,)
 
 
-max_p = Primitive(
+max_p, max = reducer(  # noqa: A001 - NumPy's name
     "max",
-    impl=lambda x, *, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+    np.max,
+    "Maximum over the axes in `axis` (NumPy's `amax`).",
     shape=_chooser_shape("max", "maximum"),
     jvp=_chooser_jvp,
     vjp=_chooser_vjp,
-    batch=reduce_batch(max),
-    emit=reduce_emit("max"),
     vjp_reads=READS_ALL,
-    layout=Layout.KEEPS_C,
     torch_name="MaxBackward1",
 )
-
-min_p = Primitive(
+min_p, min = reducer(  # noqa: A001 - NumPy's name
     "min",
-    impl=lambda x, *, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+    np.min,
+    "Minimum over the axes in `axis` (NumPy's `amin`).",
     shape=_chooser_shape("min", "minimum"),
     jvp=_chooser_jvp,
     vjp=_chooser_vjp,
-    batch=reduce_batch(min),
-    emit=reduce_emit("min"),
     vjp_reads=READS_ALL,
-    layout=Layout.KEEPS_C,
     torch_name="MinBackward1",
 )
 
@@ -260,16 +238,6 @@ argmin_p = Primitive(
 # -- all, any ---------------------------------------------------------------------------------
 
 
-def all(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
-    """Logical AND over the axes in `axis` (bool result)."""
-    return bind(all_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
-
-
-def any(x, axis, keepdims=False):  # noqa: A001 - NumPy's name
-    """Logical OR over the axes in `axis` (bool result)."""
-    return bind(any_p, x, axis=as_axes(axis), keepdims=bool(keepdims))
-
-
 def _logical_shape(name):
     def shape(x: Aval, *, axis, keepdims):
         check_axes(name, x, axis)
@@ -278,30 +246,12 @@ def _logical_shape(name):
     return shape
 
 
-all_p = Primitive(
-    "all",
-    impl=lambda x, *, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
-    shape=_logical_shape("all"),
-    jvp=_zero_jvp,
-    vjp=_zero_vjp,
-    batch=reduce_batch(all),
-    emit=reduce_emit("all"),
-    differentiable=False,
-    vjp_reads=READS_NOTHING,
-    layout=Layout.KEEPS_C,
+_LOGICAL = dict(jvp=_zero_jvp, vjp=_zero_vjp, differentiable=False, vjp_reads=READS_NOTHING)
+all_p, all = reducer(  # noqa: A001 - NumPy's name
+    "all", np.all, "Logical AND over the axes in `axis`.", shape=_logical_shape("all"), **_LOGICAL
 )
-
-any_p = Primitive(
-    "any",
-    impl=lambda x, *, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
-    shape=_logical_shape("any"),
-    jvp=_zero_jvp,
-    vjp=_zero_vjp,
-    batch=reduce_batch(any),
-    emit=reduce_emit("any"),
-    differentiable=False,
-    vjp_reads=READS_NOTHING,
-    layout=Layout.KEEPS_C,
+any_p, any = reducer(  # noqa: A001 - NumPy's name
+    "any", np.any, "Logical OR over the axes in `axis`.", shape=_logical_shape("any"), **_LOGICAL
 )
 
 # -- cumsum, cumprod --------------------------------------------------------------------------

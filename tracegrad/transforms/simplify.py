@@ -334,7 +334,7 @@ class _Pass:
         out = _evaluate(node.prim, vals, node.params)
         if out is None:
             return None
-        outs = out if node.prim.multiple_results else (out,)
+        outs = node.prim.results(out)
         consts = []
         for v, aval in zip(outs, node.out_avals):
             c = _as_const(v, aval)
