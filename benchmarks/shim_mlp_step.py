@@ -21,8 +21,8 @@ import time
 import numpy as np
 
 import tracegrad as tg
-import tracegrad.nn as nn
-import tracegrad.optim as optim
+import tracegrad.torch.nn as nn
+import tracegrad.torch.optim as optim
 from benchmarks.harness import Table, compare, fmt_time, quartiles
 from benchmarks.report import cli, optional, skipped
 

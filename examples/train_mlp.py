@@ -1,13 +1,14 @@
 """PyTorch's documentation example (a two-layer network fit with torch.optim), run by tracegrad.
 
-The only change from PyTorch's text is the import: `import tracegrad as torch` and
-`from tracegrad import nn, optim` in place of `import torch` and `from torch import nn, optim`.
+The only change from PyTorch's text is the import: `import tracegrad.torch as torch` and
+`from tracegrad.torch import nn, optim` in place of `import torch` and
+`from torch import nn, optim`.
 Run: python examples/train_mlp.py  (in under a second the loss falls from about 1 to almost 0:
 the 64 random targets are memorised).
 """
 
-import tracegrad as torch
-from tracegrad import nn, optim
+import tracegrad.torch as torch
+from tracegrad.torch import nn, optim
 
 torch.manual_seed(0)
 

@@ -1,38 +1,63 @@
-"""tracegrad: automatic differentiation of NumPy programs through an immutable IR graph."""
+"""tracegrad: automatic differentiation of NumPy programs through an immutable IR graph.
 
-import numpy as np
+The top level is the functional API (JAX's semantics: `grad`, `vjp`, `jvp`, `vmap`, `jit`,
+jacobians, `make_graph`, ...). The PyTorch-style tensors and everything with PyTorch's
+semantics live in `tracegrad.torch` (`import tracegrad.torch as torch`); a few of their entry
+points are aliased here (`tensor`, `Tensor`, grad modes, `autograd`, `nn`, `optim`, dtypes).
+A PyTorch-style function asked for here (`tg.sum`, `tg.cat`) is an AttributeError that names
+its home, so it is never mistaken for NumPy's inside `tg.grad`.
+"""
 
-from tracegrad import autograd, nn, numpy, optim, tree
-from tracegrad.api import grad, stop_gradient, value_and_grad, vjp
-from tracegrad.api_forward import jvp, linearize
-from tracegrad.api_jacobian import hessian, jacfwd, jacrev
-from tracegrad.api_vmap import vmap
-
-# The PyTorch-style shim (DESIGN.md §6): tensors, grad modes and PyTorch-named functions.
-from tracegrad.autograd import (
-    enable_grad,
-    inference_mode,
-    is_anomaly_enabled,
-    is_grad_enabled,
-    no_grad,
-    set_grad_enabled,
+from tracegrad import extend, ir, numpy, testing, torch, tree
+from tracegrad.api import (
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jit,
+    jvp,
+    linearize,
+    make_graph,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+    vmap,
 )
 from tracegrad.errors import ConcretizationError, EscapedTracerError
 from tracegrad.ir import Aval, Graph
-from tracegrad.jit import jit
-from tracegrad.tensor import Tensor, get_default_dtype, set_default_dtype, tensor
 from tracegrad.testing import check_grads
-from tracegrad.torch_ops import *  # noqa: F403 - the tg.* tensor functions, listed below
-from tracegrad.torch_ops import __all__ as _torch_names
-from tracegrad.tracing import make_graph
-
-# dtypes under PyTorch's names (NumPy dtypes: `t.dtype == tg.float32` holds)
-float16, float32, float64 = (np.dtype(t) for t in ("float16", "float32", "float64"))
-half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's names
-int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
-uint8, bool = np.dtype("uint8"), np.dtype("bool")  # noqa: A001
-short, int, long = int16, int32, int64  # noqa: A001
-complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+from tracegrad.torch import (  # the aliases listed in __all__; dtypes are NumPy dtypes
+    Tensor,
+    autograd,
+    bool,  # noqa: A004
+    complex64,
+    complex128,
+    double,
+    enable_grad,
+    float,  # noqa: A004
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    inference_mode,
+    int,  # noqa: A004
+    int8,
+    int16,
+    int32,
+    int64,
+    is_grad_enabled,
+    long,
+    manual_seed,
+    nn,
+    no_grad,
+    optim,
+    set_default_dtype,
+    set_grad_enabled,
+    short,
+    tensor,
+    uint8,
+)
 
 __version__ = "0.1.0"
 
@@ -42,8 +67,10 @@ __all__ = [
     "EscapedTracerError",
     "Graph",
     "check_grads",
+    "extend",
     "grad",
     "hessian",
+    "ir",
     "jacfwd",
     "jacrev",
     "jit",
@@ -52,22 +79,58 @@ __all__ = [
     "make_graph",
     "numpy",
     "stop_gradient",
+    "testing",
+    "torch",
     "tree",
     "value_and_grad",
     "vjp",
     "vmap",
+]
+
+# The tensor entry points kept here, as aliases of tracegrad.torch's, and the dtypes under
+# PyTorch's names (NumPy dtypes). Every other PyTorch-style name lives in tracegrad.torch only.
+__all__ += [
+    "tensor",
     "Tensor",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "is_grad_enabled",
     "autograd",
     "nn",
     "optim",
-    "enable_grad",
-    "get_default_dtype",
-    "inference_mode",
-    "is_anomaly_enabled",
-    "is_grad_enabled",
-    "no_grad",
+    "manual_seed",
     "set_default_dtype",
-    "set_grad_enabled",
-    "tensor",
-    *_torch_names,
+    "get_default_dtype",
+    "float16",
+    "float32",
+    "float64",
+    "half",
+    "float",
+    "double",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool",
+    "short",
+    "int",
+    "long",
+    "complex64",
+    "complex128",
 ]
+
+
+def __getattr__(name: str):
+    # A PyTorch-semantics name asked for at the top level: say where it lives now.
+    if name in torch.__all__:
+        hint = f"tracegrad.torch.{name} (import tracegrad.torch as torch)"
+        if hasattr(numpy, name):
+            hint += f", or tracegrad.numpy.{name} for NumPy's {name}"
+        raise AttributeError(
+            f"module 'tracegrad' has no attribute {name!r}: PyTorch-style functions live in "
+            f"tracegrad.torch; use {hint}"
+        )
+    raise AttributeError(f"module 'tracegrad' has no attribute {name!r}")

@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tests import strategies as S
-from tests.primitives.samples_indexing import SAMPLES, draw_gather, draw_index
+from tests.primitives.samples.indexing import SAMPLES, draw_gather, draw_index
+from tracegrad.api.common import trace_function
 from tracegrad.core import bind
 from tracegrad.numpy._indexing import parse_index
 from tracegrad.primitives import indexing as ix
 from tracegrad.primitives import slicing
-from tracegrad.tracing import trace_function
 
 DTYPES = st.sampled_from([np.float32, np.float64, np.int32])
 FLOATS = st.sampled_from([np.float32, np.float64])

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import tracegrad as tg
 from tests import strategies as S
-from tests.primitives.samples_indexing import draw_gather
+from tests.primitives.samples.indexing import draw_gather
 from tracegrad.core import bind
 from tracegrad.primitives import indexing as ix
 from tracegrad.primitives import slicing

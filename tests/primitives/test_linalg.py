@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tests import strategies as S
-from tests.primitives.samples_linalg import (
+from tests.primitives.samples.linalg import (
     EINSUM_SUBSCRIPTS,
     dot_shapes,
     einsum_case,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import tracegrad as tg
 from tests import strategies as S
-from tests.primitives.samples_reduction import SAMPLES
+from tests.primitives.samples.reduction import SAMPLES
 from tracegrad.core import bind
 from tracegrad.primitives import broadcasting as bc
 from tracegrad.primitives import reduction as red

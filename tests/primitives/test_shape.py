@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tracegrad as tg
 from tests import strategies as S
-from tests.primitives.samples_shape import SAMPLES
+from tests.primitives.samples.shape import SAMPLES
 from tracegrad.core import bind
 from tracegrad.ir.types import Aval
 from tracegrad.primitives import shape as sp

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tracegrad as tg
-from tests.primitives.samples_shape import SAMPLES
+from tests.primitives.samples.shape import SAMPLES
 from tracegrad.core import bind
 from tracegrad.ir.types import aval_of
 from tracegrad.primitives import broadcasting as bc

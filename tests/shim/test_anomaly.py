@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-import tracegrad as tg
+import tracegrad.torch as tt
 
 torch = pytest.importorskip("torch")
 
@@ -19,7 +19,7 @@ def _nan_backward(M):
 
 
 def test_detect_anomaly_warns_and_is_scoped_like_torch():
-    for M in (tg, torch):
+    for M in (tt, torch):
         assert not M.is_anomaly_enabled()
         with pytest.warns(UserWarning, match="^Anomaly Detection has been enabled"):
             with M.autograd.detect_anomaly():
@@ -29,7 +29,7 @@ def test_detect_anomaly_warns_and_is_scoped_like_torch():
 
 def test_nan_in_a_backward_names_the_node_and_its_forward_line():
     messages, warned = [], []
-    for M in (tg, torch):
+    for M in (tt, torch):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with M.autograd.set_detect_anomaly(True):
@@ -49,7 +49,7 @@ def test_nan_in_a_backward_names_the_node_and_its_forward_line():
         at = next(i for i, line in enumerate(lines) if "M.sqrt(x)" in line)
         assert "test_anomaly.py" in lines[at - 1]
     # without anomaly mode: NaN flows silently, in both
-    for M in (tg, torch):
+    for M in (tt, torch):
         x = M.tensor([0.0, 1.0], requires_grad=True)
         (M.sqrt(x) * 0).sum().backward()
         assert np.isnan(x.grad.detach().numpy()[0])
@@ -57,7 +57,7 @@ def test_nan_in_a_backward_names_the_node_and_its_forward_line():
 
 def test_version_error_hint_under_anomaly_mode_matches_torch():
     firsts = []
-    for M in (tg, torch):
+    for M in (tt, torch):
         with M.autograd.set_detect_anomaly(True, check_nan=False):
             x = M.tensor([1.0, 2.0], requires_grad=True)
             y = x.exp()

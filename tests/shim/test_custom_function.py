@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 import pytest
 
-import tracegrad as tg
+import tracegrad.torch as tt
 
 torch = pytest.importorskip("torch")
 
@@ -71,7 +71,7 @@ def _functions(M):
 
 
 def _both(scenario):
-    out_tg = scenario(tg)
+    out_tg = scenario(tt)
     out_torch = scenario(torch)
     for a, b in zip(out_tg, out_torch):
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-14)
@@ -115,15 +115,15 @@ def test_grad_fn_name_needs_input_grad_and_non_differentiable_outputs():
         a.sum().backward()
         return a.grad_fn.name(), big.requires_grad, x.grad, Split.apply(x, y)[0].grad_fn is not None
 
-    assert scenario(tg)[0] == scenario(torch)[0] == "SplitBackward"
-    got, want = scenario(tg), scenario(torch)
+    assert scenario(tt)[0] == scenario(torch)[0] == "SplitBackward"
+    got, want = scenario(tt), scenario(torch)
     assert got[1] is want[1] is False
     np.testing.assert_array_equal(_np(got[2]), _np(want[2]))
 
 
 def test_a_freed_context_raises_pytorchs_message_on_a_second_backward():
     messages = []
-    for M in (tg, torch):
+    for M in (tt, torch):
         Exp, _, _ = _functions(M)
         x = M.tensor([1.0, 2.0], requires_grad=True)
         y = Exp.apply(x).sum()
@@ -157,10 +157,10 @@ def test_backward_results_are_checked_as_in_torch(case):
         return x.grad
 
     if case == "broadcast":
-        np.testing.assert_array_equal(_np(run(tg)), _np(run(torch)))
+        np.testing.assert_array_equal(_np(run(tt)), _np(run(torch)))
         return
     errors = []
-    for M in (tg, torch):
+    for M in (tt, torch):
         with pytest.raises(RuntimeError) as e:
             run(M)
         errors.append(str(e.value).splitlines()[0])
@@ -187,17 +187,17 @@ def test_once_differentiable_and_materialize_grads():
         (g,) = M.autograd.grad(Square.apply(x)[0].sum(), x, create_graph=True)
         return g, g.requires_grad
 
-    got, want = scenario(tg), scenario(torch)
+    got, want = scenario(tt), scenario(torch)
     np.testing.assert_array_equal(_np(got[0]), _np(want[0]))
     assert got[1] == want[1]
 
 
 def test_the_graph_of_a_custom_function_is_freed_without_the_cycle_collector():
-    Exp, _, _ = _functions(tg)
+    Exp, _, _ = _functions(tt)
     gc.collect()
     gc.disable()
     try:
-        x = tg.tensor([1.0, 2.0], requires_grad=True)
+        x = tt.tensor([1.0, 2.0], requires_grad=True)
         y = Exp.apply(x)
         fn = weakref.ref(y.grad_fn)
         del y
@@ -207,7 +207,7 @@ def test_the_graph_of_a_custom_function_is_freed_without_the_cycle_collector():
 
 
 def test_gradcheck_passes_a_correct_function_and_names_the_mismatch_like_torch():
-    for M in (tg, torch):
+    for M in (tt, torch):
         Exp, _, _ = _functions(M)
         x = M.tensor([0.3, -0.7], dtype=M.float64, requires_grad=True)
         assert M.autograd.gradcheck(Exp.apply, (x,))
@@ -225,7 +225,7 @@ def test_gradcheck_passes_a_correct_function_and_names_the_mismatch_like_torch()
         return Wrong
 
     firsts = []
-    for M in (tg, torch):
+    for M in (tt, torch):
         x = M.tensor([0.3, -0.7], dtype=M.float64, requires_grad=True)
         with pytest.raises(RuntimeError) as e:
             M.autograd.gradcheck(wrong(M).apply, (x,))
@@ -234,7 +234,7 @@ def test_gradcheck_passes_a_correct_function_and_names_the_mismatch_like_torch()
 
 
 def test_gradcheck_warns_about_single_precision_like_torch():
-    for M in (tg, torch):
+    for M in (tt, torch):
         x = M.tensor([0.3, -0.7], requires_grad=True)
         with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double"):
             try:

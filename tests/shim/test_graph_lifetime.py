@@ -12,8 +12,8 @@ import weakref
 import numpy as np
 import pytest
 
-import tracegrad as tg
-from tracegrad.autograd.function import GradFn
+import tracegrad.torch as tt
+from tracegrad.torch.graph import GradFn
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def no_gc():
 def _chain(x, n):
     y = x
     for i in range(n):
-        y = tg.tanh(y * 1.01) + (0.1 if i % 2 else y)
+        y = tt.tanh(y * 1.01) + (0.1 if i % 2 else y)
     return y.sum()
 
 
@@ -47,7 +47,7 @@ def _grad_fns(root) -> list:
 
 
 def test_dropping_the_output_frees_the_whole_graph(no_gc):
-    x = tg.tensor(np.linspace(-1, 1, 5), requires_grad=True)
+    x = tt.tensor(np.linspace(-1, 1, 5), requires_grad=True)
     loss = _chain(x, 200)
     refs = _grad_fns(loss)
     assert len(refs) > 400
@@ -56,7 +56,7 @@ def test_dropping_the_output_frees_the_whole_graph(no_gc):
 
 
 def test_graph_freed_after_backward_and_after_create_graph_once_grad_is_reset(no_gc):
-    x = tg.tensor(np.linspace(-1, 1, 5), requires_grad=True)
+    x = tt.tensor(np.linspace(-1, 1, 5), requires_grad=True)
     loss = _chain(x, 50)
     refs = _grad_fns(loss)
     loss.backward()
@@ -76,8 +76,8 @@ def test_graph_freed_after_backward_and_after_create_graph_once_grad_is_reset(no
 
 
 def test_backward_releases_saved_values_unless_retained(no_gc):
-    x = tg.tensor(np.ones(1000), requires_grad=True)
-    y = tg.exp(x)
+    x = tt.tensor(np.ones(1000), requires_grad=True)
+    y = tt.exp(x)
     saved = weakref.ref(y.grad_fn._outs[0])
     z = y.sum()
     del y
@@ -102,7 +102,7 @@ def _saved_arrays(refs, *, but) -> list:
 def test_a_long_chain_records_differentiates_and_is_freed(no_gc):
     # every graph walk is iterative (no recursion limit); benchmarks/shim_chain.py runs 10^6
     n = 2 * 10**5
-    x = tg.tensor(1.0, dtype=np.float64, requires_grad=True)
+    x = tt.tensor(1.0, dtype=np.float64, requires_grad=True)
     y = x
     for _ in range(n):
         y = y * 1.0 + 1e-6
@@ -118,3 +118,28 @@ def test_a_long_chain_records_differentiates_and_is_freed(no_gc):
     assert all(r() is not None for r in refs)
     del y
     assert all(r() is None for r in refs)
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        lambda y: y.add_(y.exp()),
+        lambda y: y.add_(y.sin()),
+        lambda y: y.mul_(y),
+        lambda y: y.__iadd__(y * 2),
+        lambda y: y.__setitem__(0, y[1] * 2),
+    ],
+    ids=["add_(exp)", "add_(sin)", "mul_(self)", "+= y*2", "y[0] = y[1]*2"],
+)
+def test_in_place_updates_that_read_the_tensor_leave_no_reference_cycle(update):
+    gc.collect()
+    gc.disable()
+    try:
+        x = tt.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 1
+        update(y)
+        ref = weakref.ref(y.grad_fn)
+        del y
+        assert ref() is None
+    finally:
+        gc.enable()

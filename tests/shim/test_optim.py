@@ -1,4 +1,4 @@
-"""tracegrad.optim against torch.optim: 20 training steps of the same small model on the same
+"""tracegrad.torch.optim against torch.optim: 20 training steps of the same small model on the same
 data in float64 end at the same parameters (1e-12 relative) for every option of SGD, Adam and
 AdamW; groups, state dicts, zero_grad, closures, versions and messages."""
 
@@ -10,9 +10,9 @@ from functools import partial
 import numpy as np
 import pytest
 
-import tracegrad as tg
-import tracegrad.nn as nn
-import tracegrad.optim as optim
+import tracegrad.torch as tt
+import tracegrad.torch.nn as nn
+import tracegrad.torch.optim as optim
 from tests.shim.torch_oracle import (
     assert_same_error,
     torch_one_thread,  # noqa: F401 - the `torch` fixture
@@ -91,9 +91,9 @@ ADAM_OPTIONS = [
 
 @pytest.mark.parametrize("options", SGD_OPTIONS, ids=str)
 def test_sgd_matches_torch_over_20_steps(torch, options):
-    ours, theirs = build(tg), build(torch)
+    ours, theirs = build(tt), build(torch)
     data = batches()
-    losses = train(tg, ours, optim.SGD(ours.parameters(), **options), data)
+    losses = train(tt, ours, optim.SGD(ours.parameters(), **options), data)
     t_losses = train(torch, theirs, torch.optim.SGD(theirs.parameters(), **options), data)
     assert_params_equal(ours, theirs)
     np.testing.assert_allclose(losses, t_losses, rtol=1e-12)
@@ -104,11 +104,11 @@ def test_sgd_matches_torch_over_20_steps(torch, options):
 @pytest.mark.parametrize("options", ADAM_OPTIONS, ids=str)
 @pytest.mark.parametrize("name", ["Adam", "AdamW"])
 def test_adam_and_adamw_match_torch_over_20_steps(torch, name, options):
-    ours, theirs = build(tg), build(torch)
+    ours, theirs = build(tt), build(torch)
     data = batches()
     opt = getattr(optim, name)(ours.parameters(), **options)
     t_opt = getattr(torch.optim, name)(theirs.parameters(), **options)
-    losses = train(tg, ours, opt, data)
+    losses = train(tt, ours, opt, data)
     t_losses = train(torch, theirs, t_opt, data)
     assert_params_equal(ours, theirs)
     np.testing.assert_allclose(losses, t_losses, rtol=1e-12)
@@ -129,13 +129,13 @@ def test_param_groups_with_their_own_options(torch):
             {"params": list(model[2].parameters()), "weight_decay": 0.1},
         ]
 
-    ours, theirs = build(tg), build(torch)
+    ours, theirs = build(tt), build(torch)
     opt = optim.SGD(groups(ours), lr=0.1)
     t_opt = torch.optim.SGD(groups(theirs), lr=0.1)
     assert [g["lr"] for g in opt.param_groups] == [0.05, 0.1]
     assert opt.param_groups[1]["momentum"] == 0  # defaults fill what a group leaves out
     data = batches()
-    train(tg, ours, opt, data)
+    train(tt, ours, opt, data)
     train(torch, theirs, t_opt, data)
     assert_params_equal(ours, theirs)
     assert repr(opt) == repr(t_opt)
@@ -145,15 +145,15 @@ def test_param_groups_with_their_own_options(torch):
 
 
 def test_add_param_group_and_adam_groups(torch):
-    ours, theirs = build(tg), build(torch)
+    ours, theirs = build(tt), build(torch)
     opt = optim.Adam(ours[0].parameters(), lr=0.01)
     t_opt = torch.optim.Adam(theirs[0].parameters(), lr=0.01)
     data = batches()
-    train(tg, ours, opt, data[:5])
+    train(tt, ours, opt, data[:5])
     train(torch, theirs, t_opt, data[:5])
     opt.add_param_group({"params": ours[2].parameters(), "lr": 0.02, "amsgrad": True})
     t_opt.add_param_group({"params": theirs[2].parameters(), "lr": 0.02, "amsgrad": True})
-    train(tg, ours, opt, data[5:])
+    train(tt, ours, opt, data[5:])
     train(torch, theirs, t_opt, data[5:])
     assert_params_equal(ours, theirs)
     assert repr(opt) == repr(t_opt)
@@ -165,11 +165,11 @@ def test_parameters_without_grad_are_skipped(torch):
         unused = lib.nn.Parameter(lib.ones(3, dtype=lib.float64))
         return model, unused
 
-    (ours, unused), (theirs, t_unused) = setup(tg), setup(torch)
+    (ours, unused), (theirs, t_unused) = setup(tt), setup(torch)
     opt = optim.Adam([*ours.parameters(), unused], lr=0.1, weight_decay=0.5)
     t_opt = torch.optim.Adam([*theirs.parameters(), t_unused], lr=0.1, weight_decay=0.5)
     data = batches(3)
-    train(tg, ours, opt, data)
+    train(tt, ours, opt, data)
     train(torch, theirs, t_opt, data)
     np.testing.assert_array_equal(unused.detach().numpy(), np.ones(3))
     assert unused._version == 0 and unused not in opt.state
@@ -178,21 +178,21 @@ def test_parameters_without_grad_are_skipped(torch):
 
 
 def test_zero_grad():
-    model = build(tg)
+    model = build(tt)
     opt = optim.SGD(model.parameters(), lr=0.1)
-    model(tg.ones(2, 4, dtype=tg.float64)).sum().backward()
+    model(tt.ones(2, 4, dtype=tt.float64)).sum().backward()
     grads = [p.grad for p in model.parameters()]
     opt.zero_grad(set_to_none=False)
     for p, g in zip(model.parameters(), grads):
         assert p.grad is g and g._version == 1 and not g.numpy().any()
         assert not g.requires_grad
     # zeroed grads are accumulated into by the next backward
-    model(tg.ones(2, 4, dtype=tg.float64)).sum().backward()
+    model(tt.ones(2, 4, dtype=tt.float64)).sum().backward()
     assert all(p.grad is g for p, g in zip(model.parameters(), grads))
     opt.zero_grad()
     assert all(p.grad is None for p in model.parameters())
     # a grad carrying a graph (create_graph=True) is detached before it is zeroed, as in torch
-    x = tg.tensor([1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    x = tt.tensor([1.0, 2.0], dtype=tt.float64, requires_grad=True)
     opt2 = optim.SGD([x], lr=0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the create_graph reference-cycle warning
@@ -203,7 +203,7 @@ def test_zero_grad():
 
 
 def test_step_updates_in_place_under_no_grad(torch):
-    w = nn.Parameter(tg.tensor([1.0, -2.0, 3.0], dtype=tg.float64))
+    w = nn.Parameter(tt.tensor([1.0, -2.0, 3.0], dtype=tt.float64))
     opt = optim.SGD([w], lr=0.5, momentum=0.9)
     (w * w).sum().backward()
     assert w._version == 0
@@ -211,40 +211,40 @@ def test_step_updates_in_place_under_no_grad(torch):
     assert w._version == 1 and w.is_leaf and w.grad_fn is None and w.requires_grad
     np.testing.assert_allclose(w.detach().numpy(), [0.0, 0.0, 0.0])  # w - 0.5 * 2w
     # a graph that saved the old value: backward after the step raises torch's version error
-    w2 = nn.Parameter(tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64))
+    w2 = nn.Parameter(tt.tensor([1.0, 2.0, 3.0], dtype=tt.float64))
     t_w2 = torch.nn.Parameter(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
     y, t_y = (w2 * w2).sum(), (t_w2 * t_w2).sum()
-    w2.grad, t_w2.grad = tg.ones(3, dtype=tg.float64), torch.ones(3, dtype=torch.float64)
+    w2.grad, t_w2.grad = tt.ones(3, dtype=tt.float64), torch.ones(3, dtype=torch.float64)
     optim.SGD([w2], lr=0.1).step()
     torch.optim.SGD([t_w2], lr=0.1).step()
     assert_same_error(y.backward, t_y.backward)
 
 
 def test_closure_runs_with_grad_enabled():
-    model = build(tg)
+    model = build(tt)
     opt = optim.SGD(model.parameters(), lr=0.1)
-    x, y = (tg.tensor(a) for a in batches(1)[0])
+    x, y = (tt.tensor(a) for a in batches(1)[0])
     seen = []
 
     def closure():
-        seen.append(tg.is_grad_enabled())
+        seen.append(tt.is_grad_enabled())
         opt.zero_grad()
         loss = nn.functional.mse_loss(model(x), y)
         loss.backward()
         return loss
 
-    with tg.no_grad():
+    with tt.no_grad():
         loss = opt.step(closure)
-    assert seen == [True] and isinstance(loss, tg.Tensor)
+    assert seen == [True] and isinstance(loss, tt.Tensor)
     assert opt.step() is None
 
 
 def test_state_dict_round_trip_continues_identically(torch):
-    ours, resumed, theirs = build(tg), build(tg), build(torch)
+    ours, resumed, theirs = build(tt), build(tt), build(torch)
     opt = optim.Adam(ours.parameters(), lr=0.01, amsgrad=True)
     t_opt = torch.optim.Adam(theirs.parameters(), lr=0.01, amsgrad=True)
     data = batches()
-    train(tg, ours, opt, data[:10])
+    train(tt, ours, opt, data[:10])
     train(torch, theirs, t_opt, data[:10])
     sd = opt.state_dict()
     assert sd["param_groups"] == t_opt.state_dict()["param_groups"]
@@ -253,8 +253,8 @@ def test_state_dict_round_trip_continues_identically(torch):
     opt2.load_state_dict(sd)
     assert opt2.param_groups[0]["lr"] == 0.01
     assert all(a is b for a, b in zip(opt2.param_groups[0]["params"], resumed.parameters()))
-    train(tg, ours, opt, data[10:])
-    train(tg, resumed, opt2, data[10:])
+    train(tt, ours, opt, data[10:])
+    train(tt, resumed, opt2, data[10:])
     train(torch, theirs, t_opt, data[10:])
     assert_params_equal(resumed, ours, rtol=0)
     assert_params_equal(resumed, theirs)
@@ -264,18 +264,18 @@ def test_state_dict_round_trip_continues_identically(torch):
         "state": {i: {k: v.numpy() for k, v in s.items()} for i, s in t_sd["state"].items()},
         "param_groups": t_sd["param_groups"],
     }
-    opt3 = optim.Adam(build(tg).parameters())
+    opt3 = optim.Adam(build(tt).parameters())
     opt3.load_state_dict(numpy_sd)
     state3 = opt3.state_dict()["state"]
     np.testing.assert_array_equal(state3[1]["exp_avg"].numpy(), t_sd["state"][1]["exp_avg"].numpy())
 
 
 def test_load_state_dict_casts_to_the_parameter_dtype():
-    model = build(tg)
+    model = build(tt)
     opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    train(tg, model, opt, batches(2))
+    train(tt, model, opt, batches(2))
     sd = opt.state_dict()
-    model32 = build(tg).float()
+    model32 = build(tt).float()
     opt32 = optim.SGD(model32.parameters(), lr=0.1, momentum=0.9)
     opt32.load_state_dict(sd)
     buf = opt32.state[model32[0].weight]["momentum_buffer"]
@@ -284,7 +284,7 @@ def test_load_state_dict_casts_to_the_parameter_dtype():
 
 
 def test_messages_match_torch(torch):
-    p, tp = nn.Parameter(tg.zeros(2)), torch.nn.Parameter(torch.zeros(2))
+    p, tp = nn.Parameter(tt.zeros(2)), torch.nn.Parameter(torch.zeros(2))
     cases = [
         ("SGD", lambda q: ([q],), {"lr": -1}),
         ("SGD", lambda q: ([q],), {"lr": 0.1, "momentum": -1}),
@@ -323,7 +323,7 @@ def test_messages_match_torch(torch):
 
 
 def test_duplicate_parameters_warn_as_torch(torch):
-    p, tp = nn.Parameter(tg.zeros(2)), torch.nn.Parameter(torch.zeros(2))
+    p, tp = nn.Parameter(tt.zeros(2)), torch.nn.Parameter(torch.zeros(2))
     with warnings.catch_warnings(record=True) as ours:
         warnings.simplefilter("always")
         optim.SGD([p, p], lr=0.1)
@@ -334,7 +334,7 @@ def test_duplicate_parameters_warn_as_torch(torch):
 
 
 def test_named_parameters_in_groups(torch):
-    ours, theirs = build(tg), build(torch)
+    ours, theirs = build(tt), build(torch)
     opt = optim.SGD(ours.named_parameters(), lr=0.1)
     t_opt = torch.optim.SGD(theirs.named_parameters(), lr=0.1)
     assert opt.param_groups[0]["param_names"] == t_opt.param_groups[0]["param_names"]
@@ -343,14 +343,14 @@ def test_named_parameters_in_groups(torch):
 
 def test_defaults_and_repr_match_torch(torch):
     for name in ("SGD", "Adam", "AdamW"):
-        ours = getattr(optim, name)([nn.Parameter(tg.zeros(1))])
+        ours = getattr(optim, name)([nn.Parameter(tt.zeros(1))])
         theirs = getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(1))])
         assert ours.defaults == theirs.defaults
         assert repr(ours) == repr(theirs)
 
 
 def test_unsupported_options_say_so():
-    p = nn.Parameter(tg.zeros(2))
+    p = nn.Parameter(tt.zeros(2))
     for kwargs in ({"differentiable": True}, {"fused": True}):
         with pytest.raises(NotImplementedError, match="tracegrad optimizers do not support"):
             optim.SGD([p], lr=0.1, **kwargs)
@@ -364,7 +364,7 @@ def test_unsupported_options_say_so():
 def test_addcdiv_rounds_as_torch(torch):
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(10_000) for _ in range(3))
-    ours = tg.addcdiv(tg.tensor(a), tg.tensor(b), tg.tensor(c), value=1e-3).numpy()
+    ours = tt.addcdiv(tt.tensor(a), tt.tensor(b), tt.tensor(c), value=1e-3).numpy()
     theirs = torch.addcdiv(torch.tensor(a), torch.tensor(b), torch.tensor(c), value=1e-3)
     np.testing.assert_array_equal(ours, theirs.numpy())
 
@@ -372,5 +372,5 @@ def test_addcdiv_rounds_as_torch(torch):
 def test_lerp_with_a_large_weight_rounds_as_torch(torch):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(10_000) for _ in range(2))
-    ours = tg.lerp(tg.tensor(a), tg.tensor(b), 0.75).numpy()
+    ours = tt.lerp(tt.tensor(a), tt.tensor(b), 0.75).numpy()
     np.testing.assert_array_equal(ours, torch.lerp(torch.tensor(a), torch.tensor(b), 0.75).numpy())

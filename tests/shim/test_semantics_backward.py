@@ -6,17 +6,21 @@ Each scenario is written once against the names tracegrad and torch share and ru
 line) and warnings. Closed-form checks follow, so the tests still mean something without torch.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
-import tracegrad as tg
+import tracegrad.torch as tt
 from tests.shim.torch_oracle import (
     Raised,
     attempt,
     fn_tree,
+    libraries,
     numpy_of,
     run_both,
     torch,
+    values,
 )
 
 NONSCALAR = "grad can be implicitly created only for scalar outputs"
@@ -129,10 +133,10 @@ def test_gradient_shape_must_match_exactly(out_shape, grad_shape):
 def test_gradient_shape_mismatch_names_the_position():
     """PyTorch 2.13 reports a mismatch at position 1 with a broadcasting message (`The size of
     tensor a (3) must match the size of tensor b (2) ...`); the shim names the position."""
-    x = f64(tg, [1.0, 2.0, 3.0])
+    x = f64(tt, [1.0, 2.0, 3.0])
     a, b = x * 2.0, x * 3.0
-    seeds = [tg.ones(3, dtype=tg.float64), tg.ones(2, dtype=tg.float64)]
-    assert attempt(tg.autograd.backward, [a, b], seeds) == RT(
+    seeds = [tt.ones(3, dtype=tt.float64), tt.ones(2, dtype=tt.float64)]
+    assert attempt(tt.autograd.backward, [a, b], seeds) == RT(
         "Mismatch in shape: grad_output[1] has a shape of (2,) and output[1] has a shape of (3,)."
     )
     assert x.grad is None
@@ -186,7 +190,7 @@ def test_more_gradients_than_tensors_raises_in_tracegrad_only():
         extra, g, grad = scenario(torch)
         assert extra is None and grad is not None
         np.testing.assert_array_equal(g[0].numpy(), [2.0, 4.0])
-    extra, g, grad = scenario(tg)
+    extra, g, grad = scenario(tt)
     assert extra == g == RT("got 1 tensors and 2 gradients")
     assert grad is None
 
@@ -399,7 +403,7 @@ def test_gradient_of_the_wrong_type_raises_type_error():
 
 def test_tensor_backward_with_a_number_as_gradient_raises_type_error():
     # API.md's message; PyTorch raises TypeError("'int' object is not iterable") here
-    x = tg.tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
+    x = tt.tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
     with pytest.raises(TypeError, match="^gradients can be either Tensors or None, but got int$"):
         (x * x).sum().backward(1)
 
@@ -1007,8 +1011,8 @@ def test_tensor_hooks_on_grad_inputs_change_the_returned_gradient():
 def test_tensor_hooks_on_grad_inputs_apply_with_several_inputs_too():
     """PyTorch 2.13 returns the un-hooked [6, 12] for `y` here (its node also runs, to reach x),
     though `grad(z, y)` alone returns the hooked value; the shim applies the hooks both times."""
-    x, y, z = _hooked(tg)
-    gy, gx = tg.autograd.grad(z, [y, x])
+    x, y, z = _hooked(tt)
+    gy, gx = tt.autograd.grad(z, [y, x])
     np.testing.assert_array_equal(numpy_of(gy), [12.0, 24.0])
     np.testing.assert_array_equal(numpy_of(gx), [37.0, 73.0])
 
@@ -1136,7 +1140,7 @@ def test_hooks_registered_before_an_in_place_op_stay_with_the_old_grad_fn():
 def test_hooks_receive_read_only_gradients():
     """The shim passes read-only arrays, so a hook cannot corrupt a shared or expanded gradient
     (PyTorch raises `unsupported operation: more than one element...` on expanded ones)."""
-    x = tg.tensor([1.0, 2.0, 3.0], dtype=tg.float64, requires_grad=True)
+    x = tt.tensor([1.0, 2.0, 3.0], dtype=tt.float64, requires_grad=True)
     y = x * 2.0
     flags = []
     y.register_hook(lambda g: flags.append(g.numpy().flags.writeable))
@@ -1262,11 +1266,36 @@ def test_backward_values_and_second_derivatives_agree_with_torch():
 
 def test_grad_variables_is_the_deprecated_name_of_grad_tensors():
     # API.md: it warns (FutureWarning); passing both raises RuntimeError
-    x = tg.tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
+    x = tt.tensor([1.0, 2.0], dtype=np.float64, requires_grad=True)
     with pytest.warns(FutureWarning, match="`grad_variables` is deprecated"):
-        tg.autograd.backward([x * 3.0], grad_variables=[tg.tensor([1.0, 2.0], dtype=np.float64)])
+        tt.autograd.backward([x * 3.0], grad_variables=[tt.tensor([1.0, 2.0], dtype=np.float64)])
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 6.0])
     with pytest.raises(RuntimeError, match="arguments both passed to `backward\\(\\)`"):
-        tg.autograd.backward(
-            [x * 3.0], grad_tensors=[tg.ones(2, dtype=np.float64)], grad_variables=[tg.ones(2)]
+        tt.autograd.backward(
+            [x * 3.0], grad_tensors=[tt.ones(2, dtype=np.float64)], grad_variables=[tt.ones(2)]
         )
+
+
+def test_autograd_grad_with_a_repeated_input_returns_its_gradient_at_each_position():
+    for M in libraries():
+        x = M.tensor([1.0, 2.0], requires_grad=True)
+        gx, gx2 = M.autograd.grad((x * x).sum(), [x, x])
+        np.testing.assert_array_equal(values(gx), [2.0, 4.0])
+        np.testing.assert_array_equal(values(gx2), [2.0, 4.0])
+        y = x * 2
+        gy, gy2, g = M.autograd.grad((y * y).sum(), [y, y, x])
+        np.testing.assert_array_equal(values(gy), [4.0, 8.0])
+        np.testing.assert_array_equal(values(gy2), [4.0, 8.0])
+        np.testing.assert_array_equal(values(g), [8.0, 16.0])
+
+
+def test_a_plain_backward_after_a_create_graph_one_adds_in_place():
+    for M in libraries():
+        x = M.tensor([1.0, 2.0], requires_grad=True)
+        with warnings.catch_warnings():  # the create_graph cycle warning (torch: once only)
+            warnings.simplefilter("ignore", UserWarning)
+            (x**2).sum().backward(create_graph=True)
+        first = x.grad
+        (x**2).sum().backward()
+        assert x.grad is first and x.grad.requires_grad
+        np.testing.assert_array_equal(values(x.grad), [4.0, 8.0])

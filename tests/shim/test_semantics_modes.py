@@ -5,7 +5,7 @@ third and fourth derivatives against torch and closed forms), G `backward(inputs
 H grad modes (`no_grad`, `enable_grad`, `set_grad_enabled`, `inference_mode`), I `detach`,
 `requires_grad` flags and `.data`, J in-place ops and version counters, K the NaN gradient of
 `where(x > 0, sqrt(x), 0)` (autograd.Function, anomaly mode, checkpoint and gradcheck are not
-in `tracegrad.autograd` yet, so they have no tests here), and `x[idx] = v`.
+in `tracegrad.torch.autograd` yet, so they have no tests here), and `x[idx] = v`.
 
 Each scenario is a function of the library module (`torch` or `tracegrad`) written once with
 the names both share. Errors are compared by type and first line, PyTorch's normalized with
@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-from tests.shim.torch_oracle import normalize_torch_message
+import tracegrad.torch as tt
+from tests.shim.torch_oracle import libraries, normalize_torch_message, values
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -63,7 +64,7 @@ def outcome(scenario, lib):
 
 def same_error(scenario, torch) -> str:
     """Both libraries raise the same type with the same (normalized) first line; returns it."""
-    ours, theirs = outcome(scenario, tg), outcome(scenario, torch)
+    ours, theirs = outcome(scenario, tt), outcome(scenario, torch)
     assert isinstance(theirs, Raised), f"torch did not raise: {theirs!r}"
     assert isinstance(ours, Raised), f"tracegrad did not raise (torch: {theirs}): {ours!r}"
     assert ours.type == theirs.type, f"tracegrad {ours} but torch {theirs}"
@@ -106,7 +107,7 @@ def assert_tensors_match(ours, theirs, rtol=1e-12, atol=0.0) -> None:
 
 def run_both(scenario, torch, rtol=1e-12, atol=0.0):
     """Run in both libraries; results (tensors, flags, names) must agree. Returns ours."""
-    ours, theirs = outcome(scenario, tg), outcome(scenario, torch)
+    ours, theirs = outcome(scenario, tt), outcome(scenario, torch)
     assert not isinstance(ours, Raised) or isinstance(theirs, Raised), (
         f"tracegrad raised {ours} but torch returned {theirs!r}"
     )
@@ -197,7 +198,7 @@ CYCLE_WARNING = (
 
 def test_backward_create_graph_warns():
     # PyTorch's text (SHIM_SEMANTICS C); PyTorch warns once per process, so it is not re-run here
-    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
     with pytest.warns(UserWarning) as record:
         (x * x).sum().backward(create_graph=True)
     assert [str(w.message) for w in record] == [CYCLE_WARNING]
@@ -287,7 +288,7 @@ def _derivatives(L, f, values, order):
 @pytest.mark.parametrize("name, f, closed, domain", HIGHER, ids=[h[0] for h in HIGHER])
 def test_higher_order_derivatives(name, f, closed, domain, torch):
     values = np.linspace(*domain, 7)
-    ours = _derivatives(tg, f, values, 4)
+    ours = _derivatives(tt, f, values, 4)
     for k, d in enumerate(ours):
         assert d.requires_grad and d.grad_fn is not None, f"order {k + 1} lost its graph"
         assert d.dtype == np.float64
@@ -447,7 +448,7 @@ def test_no_grad_results_are_leaves_and_enable_grad_reenables(torch):
     out = run_both(scenario, torch)
     assert out[1:3] == (True, True) and out[4:] == ("MulBackward0", False, False, True)
     assert not out[0].requires_grad and out[3].requires_grad
-    assert tg.is_grad_enabled()
+    assert tt.is_grad_enabled()
 
 
 def test_backward_on_no_grad_result_raises(torch):
@@ -637,7 +638,7 @@ def test_detach_shares_cell_and_version_counter(torch):
 
 
 def test_detach_shares_cell_ours():
-    y = tg.tensor([1.0, 2.0]).exp()
+    y = tt.tensor([1.0, 2.0]).exp()
     assert y.detach()._cell is y._cell
 
 
@@ -763,7 +764,7 @@ def test_data_inplace_on_saved_output_is_not_silently_wrong(torch):
 
     wrong = outcome(via("data"), torch)
     np.testing.assert_allclose(arr(wrong), np.exp([1.0, 2.0, 3.0]) + 1)
-    ours = outcome(via("data"), tg)
+    ours = outcome(via("data"), tt)
     expected = outcome(via("detach"), torch)
     assert isinstance(ours, Raised) and isinstance(expected, Raised)
     assert ours.type == expected.type == "RuntimeError"
@@ -785,7 +786,7 @@ def test_data_inplace_on_saved_leaf_raises(torch):
         return scenario
 
     assert arr(outcome(via("data"), torch)).tolist() == [4.0, 8.0, 12.0]
-    ours = outcome(via("data"), tg)
+    ours = outcome(via("data"), tt)
     expected = outcome(via("detach"), torch)
     assert isinstance(ours, Raised) and isinstance(expected, Raised)
     assert ours.message == normalize_torch_message(expected.message)
@@ -804,7 +805,7 @@ def test_data_inplace_on_leaf_then_new_graph(torch):
     t = torch.tensor([1.0], requires_grad=True)
     t.data.mul_(2)
     assert t._version == 0  # PyTorch: .data bypasses the counter
-    x = tg.tensor([1.0], requires_grad=True)
+    x = tt.tensor([1.0], requires_grad=True)
     x.data.mul_(2)
     assert x._version == 1  # tracegrad: .data shares it (see the module docstring)
 
@@ -1004,7 +1005,7 @@ def test_inplace_on_view_of_non_leaf_is_not_supported(grad_mode, torch):
     expected = [3.0, 3.0, 1.0] if grad_mode == "requires_grad" else [3.0, 6.0, 3.0]
     assert arr(theirs).tolist() == expected
     with pytest.raises(NotImplementedError, match="out-of-place") as info:
-        scenario(tg)
+        scenario(tt)
     assert "in-place on a view" in str(info.value)
 
 
@@ -1229,3 +1230,52 @@ def test_grad_fn_names_of_setitem_and_create_graph(case, torch):
         return y.grad_fn.name()
 
     run_both(scenario, torch)
+
+
+def test_version_stamps_only_what_pytorch_saves():
+    for M in libraries():
+        X = M.tensor([[1.0, 2.0], [3.0, 4.0]])
+        w = M.tensor([1.0, 2.0], requires_grad=True)
+        out = (X @ w).sum()  # w's gradient reads X only
+        with M.no_grad():
+            w.sub_(0.1)
+        out.backward()
+        np.testing.assert_array_equal(values(w.grad), [4.0, 6.0])
+        x = M.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * 3).sum()  # x's gradient reads the 3 only
+        with M.no_grad():
+            x.mul_(2)
+        y.backward()
+        np.testing.assert_array_equal(values(x.grad), [3.0, 3.0])
+    # and a value that is read still raises
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    with tt.no_grad():
+        x.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_in_place_on_results_that_are_not_views():
+    for M in libraries():
+        x = M.tensor([[1.0, 5.0], [3.0, 2.0]], requires_grad=True)
+        y = x.max(1).values
+        y.add_(1)
+        z = x.T.contiguous()
+        z.add_(1)
+        (y.sum() + z.sum()).backward()
+        np.testing.assert_array_equal(values(x.grad), [[1.0, 2.0], [2.0, 1.0]])
+
+
+def test_a_tensor_inside_jit_is_refused_not_baked_in():
+    w = tt.tensor([1.0, 2.0], requires_grad=True)
+
+    def f(x):
+        return (x * w).sum()
+
+    with pytest.raises(TypeError, match="inside a function traced by jit or make_graph"):
+        tg.jit(f)(np.ones(2))
+    np.testing.assert_array_equal(tg.grad(f)(np.ones(2)), [1.0, 2.0])  # read at call time
+    with tt.no_grad():
+        w.mul_(10)
+    np.testing.assert_array_equal(tg.grad(f)(np.ones(2)), [10.0, 20.0])

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tracegrad as tg
+import tracegrad.torch as tt
 from tracegrad.testing import assert_bitwise_equal, available_ops, programs, run_numpy
 
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
@@ -46,13 +47,13 @@ def _close(actual, expected, dtype, scale=1.0):
 def test_tensor_forward_equals_numpy_bitwise(dtype, data):
     program = data.draw(programs(dtype=dtype, ops=OPS), label="program")
     args = program.draw_inputs(data)
-    tensors = [tg.tensor(a, requires_grad=True) for a in args]
+    tensors = [tt.tensor(a, requires_grad=True) for a in args]
     out = program.fn(*tensors)
     outs = out if isinstance(out, tuple) else (out,)
     expected = run_numpy(program, args)
     expected = expected if isinstance(expected, tuple) else (expected,)
     for o, e in zip(outs, expected):
-        assert isinstance(o, tg.Tensor)
+        assert isinstance(o, tt.Tensor)
         assert_bitwise_equal(o.detach().numpy(), np.asarray(e))
 
 
@@ -63,7 +64,7 @@ def test_backward_equals_functional_grad(dtype, data):
         programs(dtype=dtype, scalar_output=True, smooth=True, ops=SMOOTH_OPS), label="program"
     )
     args = program.draw_inputs(data)
-    tensors = [tg.tensor(a, requires_grad=True) for a in args]
+    tensors = [tt.tensor(a, requires_grad=True) for a in args]
     out = program.fn(*tensors)
     argnums = tuple(range(len(args)))
     expected = tg.grad(program.fn, argnums=argnums)(*args)
@@ -93,16 +94,16 @@ def test_create_graph_second_derivatives_equal_nested_grad(dtype, data):
         return sum(np.sum(g * v) for g, v in zip(gs, vs))
 
     expected = tg.grad(directional, argnums=argnums)(*args)
-    tensors = [tg.tensor(a, requires_grad=True) for a in args]
+    tensors = [tt.tensor(a, requires_grad=True) for a in args]
     out = program.fn(*tensors)
     if not out.requires_grad:
         return
-    gs = tg.autograd.grad(out, tensors, create_graph=True, allow_unused=True)
-    s = sum((g * tg.tensor(v)).sum() for g, v in zip(gs, vs) if g is not None)
-    if not isinstance(s, tg.Tensor) or not s.requires_grad:
+    gs = tt.autograd.grad(out, tensors, create_graph=True, allow_unused=True)
+    s = sum((g * tt.tensor(v)).sum() for g, v in zip(gs, vs) if g is not None)
+    if not isinstance(s, tt.Tensor) or not s.requires_grad:
         got = [np.zeros(a.shape, a.dtype) for a in args]
     else:
-        hs = tg.autograd.grad(s, tensors, allow_unused=True, materialize_grads=True)
+        hs = tt.autograd.grad(s, tensors, allow_unused=True, materialize_grads=True)
         got = [h.numpy() for h in hs]
     scale = max(float(np.max(np.abs(e), initial=0.0)) for e in expected) if expected else 1.0
     for g, e in zip(got, expected):

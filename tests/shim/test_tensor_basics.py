@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-import tracegrad as tg
+import tracegrad.torch as tt
 
 torch = pytest.importorskip("torch")
 
@@ -80,7 +80,7 @@ _REPRS = [
 
 @pytest.mark.parametrize("make", _REPRS, ids=_src)
 def test_repr_like_torch(make):
-    assert repr(make(tg)) == _torch_text(repr(make(torch)))
+    assert repr(make(tt)) == _torch_text(repr(make(torch)))
 
 
 _R_REPR = "repr differs from torch's"
@@ -108,11 +108,11 @@ _R_REPR = "repr differs from torch's"
     ids=["1e10", "zeros(0,3)", "arange(2000)", "complex"],
 )
 def test_repr_like_torch_known_differences(make):
-    assert repr(make(tg)) == _torch_text(repr(make(torch)))
+    assert repr(make(tt)) == _torch_text(repr(make(torch)))
 
 
 def test_repr_names_the_grad_fn():
-    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
     assert repr(x * x) == "tensor([1., 4.], grad_fn=<MulBackward0>)"
     assert repr(x) == "tensor([1., 2.], requires_grad=True)"
     assert repr(x.double()) == "tensor([1., 2.], dtype=float64, grad_fn=<ToCopyBackward0>)"
@@ -152,7 +152,7 @@ _FLAGS = [
 
 @pytest.mark.parametrize("make", _FLAGS, ids=_src)
 def test_leaf_and_requires_grad_flags(make):
-    want, got = make(torch), make(tg)
+    want, got = make(torch), make(tt)
     assert got.requires_grad == want.requires_grad
     assert got.is_leaf == want.is_leaf
     assert (got.grad_fn is None) == (want.grad_fn is None)
@@ -175,11 +175,11 @@ _FLAG_ERRORS = [
 def test_requires_grad_errors_match_torch(make):
     want = _outcome(make, torch)
     assert want[0] is not "ok"  # noqa: F632 - a str constant
-    assert _outcome(make, tg) == (want[0], _torch_text(want[1]))
+    assert _outcome(make, tt) == (want[0], _torch_text(want[1]))
 
 
 def test_requires_grad_on_leaves_can_be_switched():
-    for M in (torch, tg):
+    for M in (torch, tt):
         x = M.ones(2, requires_grad=True)
         assert x.requires_grad_(False) is x and not x.requires_grad and x.is_leaf
         x.requires_grad = True
@@ -190,8 +190,8 @@ def test_requires_grad_on_leaves_can_be_switched():
 
 
 def test_requires_grad_propagates_through_a_chain():
-    x = tg.tensor([0.5, 1.5], requires_grad=True)
-    c = tg.tensor([2.0, 3.0])
+    x = tt.tensor([0.5, 1.5], requires_grad=True)
+    c = tt.tensor([2.0, 3.0])
     y = ((x * c).exp() + c).sum()
     assert y.requires_grad and not y.is_leaf and not c.requires_grad
     y.backward()
@@ -204,7 +204,7 @@ def test_requires_grad_propagates_through_a_chain():
 
 
 def test_detach_shares_values_and_version():
-    for M in (torch, tg):
+    for M in (torch, tt):
         x = M.tensor([1.0, 2.0], requires_grad=True)
         y = x * 3
         d = y.detach()
@@ -221,7 +221,7 @@ def test_detach_shares_values_and_version():
 
 def test_detach_cuts_the_gradient():
     grads = []
-    for M in (torch, tg):
+    for M in (torch, tt):
         x = M.tensor([1.0, 2.0], requires_grad=True)
         y = x * x
         (y * y.detach()).sum().backward()  # d/dx (x^2 c) = 2 x c, with c = x^2
@@ -230,7 +230,7 @@ def test_detach_cuts_the_gradient():
 
 
 def test_detach_in_place():
-    for M in (torch, tg):
+    for M in (torch, tt):
         x = M.tensor([1.0, 2.0], requires_grad=True)
         y = x * 2
         assert y.detach_() is y
@@ -241,21 +241,21 @@ def test_detach_in_place():
 
 
 def test_tensors_are_dict_keys_by_identity():
-    a, b = tg.ones(2), tg.ones(2)
+    a, b = tt.ones(2), tt.ones(2)
     d = {a: "a", b: "b"}
     assert d[a] == "a" and d[b] == "b" and len(d) == 2
     assert hash(a) == hash(a) and hash(a) != hash(b)
     a.add_(1.0)  # the hash survives in-place updates (optimizer state is keyed by parameter)
     assert d[a] == "a"
     assert len({a, b, a}) == 2
-    assert a in {a} and tg.ones(2) not in d
+    assert a in {a} and tt.ones(2) not in d
     # torch agrees: an equal-valued tensor is another key
     ta = torch.ones(2)
     assert torch.ones(2) not in {ta: 1} and ta in {ta: 1}
 
 
 def test_len_and_iteration():
-    for M in (torch, tg):
+    for M in (torch, tt):
         x = M.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
         assert len(x) == 3
         rows = list(x)
@@ -292,7 +292,7 @@ def test_len_and_iteration():
     ids=_src,
 )
 def test_conversions_and_truth_match_torch(make):
-    want, got = _outcome(make, torch), _outcome(make, tg)
+    want, got = _outcome(make, torch), _outcome(make, tt)
     if want[0] == "ok" and hasattr(want[1], "tolist"):
         assert got[0] == "ok" and got[1].tolist() == want[1].tolist()
     else:
@@ -315,7 +315,7 @@ def test_conversions_and_truth_match_torch(make):
     ids=["bool(empty)", "float(2 elements)", "int(empty)"],
 )
 def test_conversion_errors_match_torch_known_differences(make):
-    want, got = _outcome(make, torch), _outcome(make, tg)
+    want, got = _outcome(make, torch), _outcome(make, tt)
     assert want[0] is not "ok"  # noqa: F632
     assert got == (want[0], want[1])
 
@@ -324,7 +324,7 @@ def test_conversion_errors_match_torch_known_differences(make):
 
 
 def test_no_grad_results_are_leaves():
-    for M in (torch, tg):
+    for M in (torch, tt):
         x = M.tensor([1.0, 2.0], requires_grad=True)
         with M.no_grad():
             assert not M.is_grad_enabled()
@@ -343,7 +343,7 @@ def test_no_grad_results_are_leaves():
 
 
 def test_no_grad_as_decorator_and_set_grad_enabled():
-    for M in (torch, tg):
+    for M in (torch, tt):
 
         @M.no_grad()
         def double(t):
@@ -363,7 +363,7 @@ def test_no_grad_as_decorator_and_set_grad_enabled():
 
 
 def test_no_grad_in_place_update_of_a_leaf():
-    for M in (torch, tg):
+    for M in (torch, tt):
         p = M.tensor([1.0, 2.0], requires_grad=True)
         (p * p).sum().backward()
         with M.no_grad():

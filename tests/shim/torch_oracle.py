@@ -1,6 +1,6 @@
 """PyTorch as the oracle of the shim's tests: run one scenario in both libraries, compare.
 
-A scenario is a function of the library module (`torch` or `tracegrad`), written once with the
+A scenario is a function of the library module (`torch` or `tracegrad.torch`), written once with the
 names both share (`lib.tensor`, `lib.autograd.grad`, `lib.no_grad`, `lib.float64`, methods).
 `run_both` runs it in tracegrad and, where torch is installed, in torch, and compares what it
 returns (tensors by value, dtype and `requires_grad`), the errors it caught with `attempt`
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-import tracegrad
+import tracegrad.torch
 
 try:  # torch is optional: without it the scenarios run in tracegrad only
     import torch
@@ -147,7 +147,7 @@ class Outcome:
 
 
 def _plain(x, is_torch: bool):
-    if isinstance(x, tracegrad.Tensor) or (is_torch and isinstance(x, torch.Tensor)):
+    if isinstance(x, tracegrad.torch.Tensor) or (is_torch and isinstance(x, torch.Tensor)):
         arr = np.array(x.detach().numpy(), copy=True)
         dtype = str(x.dtype).removeprefix("torch.") if is_torch else x.dtype.name
         return TensorValue(arr, dtype, bool(x.requires_grad), bool(x.is_leaf))
@@ -263,7 +263,7 @@ def run_both(scenario, *, rtol: float = 1e-6, atol: float = 0.0, warns: bool = T
     has, and a test that makes none is skipped when it ends (`skip_if_nothing_was_checked`,
     which tests/conftest.py calls), so it cannot pass having compared nothing.
     """
-    ours = _run(scenario, tracegrad, False)
+    ours = _run(scenario, tracegrad.torch, False)
     if torch is None:
         unchecked = _Unchecked(ours.value, ours.plain, ours.warnings)
         _unread.append(unchecked)
@@ -280,3 +280,17 @@ def run_both(scenario, *, rtol: float = 1e-6, atol: float = 0.0, warns: bool = T
 def numpy_of(t) -> np.ndarray:
     """A tracegrad tensor's values (detached), for closed-form checks."""
     return np.asarray(t.detach().numpy())
+
+
+def libraries() -> list:
+    """`tracegrad.torch` and, where installed, `torch`, for tests that run the same lines in
+    each and assert a closed form (CI installs torch, so there both always run)."""
+    if torch is None:
+        return [tracegrad.torch]
+    torch.set_num_threads(1)
+    return [tracegrad.torch, torch]
+
+
+def values(t) -> np.ndarray:
+    """A tensor's values as a NumPy array (either library's tensor)."""
+    return t.detach().numpy()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-from tracegrad.jit import RETRACE_WARNING_AFTER, RetraceWarning
+from tracegrad.api.jit import RETRACE_WARNING_AFTER, RetraceWarning
 
 
 def test_values_are_bit_identical_to_numpy_and_traced_once_per_signature():

@@ -14,6 +14,7 @@ import numpy as np
 
 from tracegrad.core import Boxed, bind
 from tracegrad.numpy._common import asarray_or_tracer, shape_of
+from tracegrad.numpy._shape import moveaxis, stack
 from tracegrad.primitives import einsum as es
 from tracegrad.primitives import elementwise, products, views
 
@@ -177,8 +178,6 @@ def kron(a, b):
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """`np.cross` of 3-vectors, computed as NumPy computes it (component products, then
     differences, stacked and moved to `axisc`)."""
-    import tracegrad.numpy as tnp  # the shape and indexing wrappers of the same namespace
-
     if axis is not None:
         axisa = axisb = axisc = axis
     a, b = _strong(a), _strong(b)
@@ -187,8 +186,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         raise ValueError(
             f"cross: shapes {sa} and {sb}: both operands need at least one axis (the vectors)"
         )
-    a = tnp.moveaxis(a, axisa, -1)
-    b = tnp.moveaxis(b, axisb, -1)
+    a = moveaxis(a, axisa, -1)
+    b = moveaxis(b, axisb, -1)
     na, nb = shape_of(a)[-1], shape_of(b)[-1]
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError(
@@ -206,7 +205,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     sub = elementwise.subtract_p
-    cp = tnp.stack(
+    cp = stack(
         [
             bind(sub, _multiply(a1, b2), _multiply(a2, b1)),
             bind(sub, _multiply(a2, b0), _multiply(a0, b2)),
@@ -214,4 +213,4 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         ],
         axis=-1,
     )
-    return tnp.moveaxis(cp, -1, axisc)
+    return moveaxis(cp, -1, axisc)

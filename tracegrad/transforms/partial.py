@@ -18,6 +18,7 @@ from tracegrad import config
 from tracegrad.core import Tracer, new_trace
 from tracegrad.ir.graph import Edge, Graph, Node, arg_node, const_p, with_consts
 from tracegrad.ir.types import Aval
+from tracegrad.ir.verify import verify
 
 
 @attrs.frozen
@@ -79,8 +80,6 @@ def linear_split(graph: Graph, run_pass: Callable, new_avals: Sequence[Aval], na
         residuals, [t.edge for t in new_tracers], linear_nodes, result_edges, f"{graph.name}_{name}"
     )
     if config.debug:
-        from tracegrad.ir.verify import verify
-
         verify(forward)
         verify(linear)
     return Split(forward, linear, len(graph.outputs), present)

@@ -5,7 +5,7 @@ cotangent and forward values, computing only the input cotangents that are neede
 primitive whose vjp is given input by input never computes a constant operand's). The
 functional `backward_pass` is a loop of steps over a graph in reverse, summing cotangents per
 edge; the PyTorch-style tensors run their own loop over the same step (with hooks and saved
-values, `tracegrad.autograd.engine`). Rules bind ordinary primitives, so the same loop either
+values, `tracegrad.torch.engine`). Rules bind ordinary primitives, so the same loop either
 computes gradients right away (given arrays) or records a backward graph (given tracers);
 `grad(grad(f))` and `create_graph` need nothing else. `vjp_graph` traces the loop with
 abstract cotangents and splits the result by dependence: nodes that do not depend on a

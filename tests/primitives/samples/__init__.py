@@ -1,0 +1,13 @@
+"""SAMPLES: one row per registered primitive (test_rules.py fails if any is missing).
+
+Each family keeps its rows in its own module of this package (the row type is `row.Sample`);
+this one merges them.
+"""
+
+from tests.primitives.samples.elementwise import SAMPLES as _ELEMENTWISE
+from tests.primitives.samples.indexing import SAMPLES as _INDEXING
+from tests.primitives.samples.linalg import SAMPLES as _LINALG
+from tests.primitives.samples.reduction import SAMPLES as _REDUCTION
+from tests.primitives.samples.shape import SAMPLES as _SHAPE
+
+SAMPLES = {**_ELEMENTWISE, **_INDEXING, **_LINALG, **_REDUCTION, **_SHAPE}

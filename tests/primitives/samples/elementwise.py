@@ -1,0 +1,143 @@
+"""SAMPLES rows for the elementwise primitives: domains away from singular points and kinks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests import strategies as S
+from tests.primitives.samples.row import Sample
+from tracegrad.primitives import elementwise as ew
+
+
+def _unary(lo, hi, tol=1e-6, fd=True, away_from_zero=False):
+    def draw(data, dtype):
+        x = S.array(data, S.shapes(data), dtype, lo, hi)
+        if away_from_zero:  # |x| >= 0.1: abs and sign have a kink at 0
+            x = np.where(np.abs(x) < 0.1, np.asarray(0.5, dtype), x).astype(dtype)
+        return (x,), {}
+
+    return Sample(draw, tol=tol, fd=fd)
+
+
+def _binary(
+    lo=-2.0, hi=2.0, lo2=None, hi2=None, tol=1e-6, fd=True, distinct=False, ints=((-3, 3), (-3, 3))
+):
+    lo2 = lo if lo2 is None else lo2
+    hi2 = hi if hi2 is None else hi2
+
+    def draw(data, dtype):
+        s1, s2 = S.broadcast_shapes(data, 2)
+        x = S.array(data, s1, dtype, lo, hi)
+        y = S.array(data, s2, dtype, lo2, hi2)
+        if distinct:
+            # on two offset grids |x - y| >= 0.1: no ties, where max/min's derivative jumps
+            x = (np.round(x * 4) / 4 + 0.05).astype(dtype)
+            y = (np.round(y * 4) / 4 - 0.05).astype(dtype)
+        return (x, y), {}
+
+    spans = tuple((i, a, b, True) for i, span in enumerate(ints) if span for a, b in [span])
+    return Sample(draw, tol=tol, fd=fd, ints=spans)
+
+
+def _where(data, dtype):
+    sc, sx, sy = S.broadcast_shapes(data, 3)
+    cond = S.array(data, sc, np.bool_)
+    return (cond, S.array(data, sx, dtype), S.array(data, sy, dtype)), {}
+
+
+def _clip(data, dtype):
+    sx, slo, shi = S.broadcast_shapes(data, 3)
+    x = S.array(data, sx, dtype, -3, 3)
+    lo = S.array(data, slo, dtype, -1.0, -0.5)
+    hi = S.array(data, shi, dtype, 0.5, 1.0)
+    # keep x off the bounds (the derivative jumps there)
+    for b in (lo, hi):
+        if x.size and b.size:
+            bb = np.broadcast_to(b, np.broadcast_shapes(x.shape, b.shape))
+            xx = np.broadcast_to(x, bb.shape)
+            if np.abs(xx - bb).min() < 0.05:
+                x = (x + np.asarray(0.11, dtype)).astype(dtype)
+    return (x, lo, hi), {}
+
+
+def _astype(data, dtype):
+    x = S.array(data, S.shapes(data), dtype)
+    # float64 -> float32 is covered by the adjoint test; finite differences through a float32
+    # rounding would be noise
+    targets = [np.float32, np.float64] if np.dtype(dtype) == np.float32 else [np.float64]
+    target = data.draw(S.st.sampled_from(targets), label="target dtype")
+    return (x,), {"dtype": np.dtype(target)}
+
+
+SAMPLES = {
+    ew.negative_p: _unary(-2, 2),
+    ew.positive_p: _unary(-2, 2),
+    ew.exp_p: _unary(-2, 2),
+    ew.exp2_p: _unary(-2, 2),
+    ew.expm1_p: _unary(-2, 2),
+    ew.log_p: _unary(0.2, 3),
+    ew.log1p_p: _unary(-0.5, 3),
+    ew.log2_p: _unary(0.2, 3),
+    ew.log10_p: _unary(0.2, 3),
+    ew.sin_p: _unary(-3, 3),
+    ew.cos_p: _unary(-3, 3),
+    ew.tan_p: _unary(-1.2, 1.2),
+    ew.arcsin_p: _unary(-0.8, 0.8),
+    ew.arccos_p: _unary(-0.8, 0.8),
+    ew.arctan_p: _unary(-3, 3),
+    ew.sinh_p: _unary(-2, 2),
+    ew.cosh_p: _unary(-2, 2),
+    ew.tanh_p: _unary(-2, 2),
+    ew.arcsinh_p: _unary(-3, 3),
+    ew.arccosh_p: _unary(1.2, 3),
+    ew.arctanh_p: _unary(-0.8, 0.8),
+    ew.sqrt_p: _unary(0.2, 3),
+    ew.cbrt_p: _unary(0.2, 3),
+    ew.square_p: _unary(-2, 2),
+    ew.reciprocal_p: _unary(0.3, 3),
+    ew.absolute_p: _unary(-2, 2, away_from_zero=True),
+    ew.fabs_p: _unary(-2, 2, away_from_zero=True),
+    ew.deg2rad_p: _unary(-90, 90),
+    ew.rad2deg_p: _unary(-2, 2),
+    ew.sign_p: _unary(-2, 2, fd=False),
+    ew.floor_p: _unary(-2, 2, fd=False),
+    ew.ceil_p: _unary(-2, 2, fd=False),
+    ew.rint_p: _unary(-2, 2, fd=False),
+    ew.trunc_p: _unary(-2, 2, fd=False),
+    ew.logical_not_p: _unary(-2, 2, fd=False),
+    ew.isfinite_p: _unary(-2, 2, fd=False),
+    ew.isnan_p: _unary(-2, 2, fd=False),
+    ew.isinf_p: _unary(-2, 2, fd=False),
+    ew.signbit_p: _unary(-2, 2, fd=False),
+    ew.add_p: _binary(),
+    ew.subtract_p: _binary(),
+    ew.multiply_p: _binary(),
+    ew.divide_p: _binary(-2, 2, 0.5, 2, ints=((-3, 3), (1, 3))),
+    ew.power_p: _binary(0.5, 2, -2, 2, ints=((1, 3), (-2, 2))),
+    ew.float_power_p: _binary(0.5, 2, -2, 2, ints=((1, 3), (-2, 2))),
+    ew.maximum_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
+    ew.minimum_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
+    ew.fmax_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
+    ew.fmin_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
+    ew.arctan2_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
+    ew.hypot_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
+    ew.logaddexp_p: _binary(),
+    ew.logaddexp2_p: _binary(),
+    ew.remainder_p: _binary(0.1, 0.9, 1.0, 1.5, ints=(None, (2, 3))),
+    ew.fmod_p: _binary(0.1, 0.9, 1.0, 1.5, ints=(None, (2, 3))),
+    ew.copysign_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
+    ew.floor_divide_p: _binary(fd=False, lo2=0.5, hi2=2),
+    ew.equal_p: _binary(fd=False),
+    ew.not_equal_p: _binary(fd=False),
+    ew.less_p: _binary(fd=False),
+    ew.less_equal_p: _binary(fd=False),
+    ew.greater_p: _binary(fd=False),
+    ew.greater_equal_p: _binary(fd=False),
+    ew.logical_and_p: _binary(fd=False),
+    ew.logical_or_p: _binary(fd=False),
+    ew.logical_xor_p: _binary(fd=False),
+    ew.where_p: Sample(_where, ints=((1, -2, 2, True), (2, -2, 2, True))),
+    ew.clip_p: Sample(_clip),
+    ew.astype_p: Sample(_astype, tol=1e-5),
+    ew.stop_gradient_p: _unary(-2, 2, fd=False),
+}

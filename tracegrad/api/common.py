@@ -1,0 +1,249 @@
+"""What the functional transforms share: tracing `f` into a graph, argnums and static
+arguments, float checks, `has_aux` outputs, and gradients as NumPy values.
+
+`trace_flat` runs `f` on fresh tracers, abstract (avals only: `make_graph`, `jit`) or
+concrete (values too: one call of `grad`, so Python control flow on values works and the
+path taken is recorded). Arguments that are themselves tracers of an enclosing trace become
+inputs with their values; the caller re-runs the graph on them to record it one level up.
+
+`Run` holds one concrete trace and the forward values at the caller's level: the same object
+serves reverse mode (`grad`, `vjp`) and forward mode (`jvp`), at the top level and nested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+import numpy as np
+import optree
+
+from tracegrad import tree
+from tracegrad.core import Tracer, new_trace
+from tracegrad.interpret import eval_graph
+from tracegrad.ir.graph import Graph, Node, const_p
+from tracegrad.ir.types import Aval, aval_of, is_float
+from tracegrad.transforms.simplify import simplify
+from tracegrad.transforms.vjp import value_reader
+
+
+@attrs.frozen
+class Traced:
+    """A traced call: the graph, the outer tracers it captured (extra trailing inputs), the
+    values a concrete trace computed (per node), and the flat outputs as traced."""
+
+    graph: Graph
+    captured: tuple[Tracer, ...]
+    values: dict[Node, object]
+    out_tracers: tuple
+
+
+def _input(trace, x, concrete: bool):
+    if isinstance(x, Aval):
+        return trace.new_arg(x, None)
+    if isinstance(x, Tracer):
+        return trace.new_arg(x.aval, x.val if concrete else None)
+    aval = aval_of(x)
+    return trace.new_arg(aval, x if concrete else None)
+
+
+def trace_flat(
+    fn: Callable,
+    flat_args: Sequence,
+    *,
+    concrete: bool,
+    name: str = "f",
+    in_tree=None,
+    cse: bool = True,
+) -> tuple[Traced, object]:
+    """Trace `fn(*tracers) -> pytree` on one tracer per flat argument: (Traced, out_tree)."""
+    with new_trace(cse=cse, keep_values=concrete) as trace:
+        in_tracers = [_input(trace, x, concrete) for x in flat_args]
+        out = fn(*in_tracers)
+        out_flat, out_tree = tree.flatten(out)
+        out_edges = [trace.output_edge(o) for o in out_flat]
+        inputs = [t.edge for t in in_tracers] + [t.edge for t in trace.captured.values()]
+    graph = trace.graph(inputs, out_edges, in_tree=in_tree, out_tree=out_tree, name=name)
+    return Traced(graph, tuple(trace.captured_outer), trace.values, tuple(out_flat)), out_tree
+
+
+def trace_function(
+    f: Callable,
+    args: tuple,
+    kwargs: dict | None = None,
+    *,
+    concrete: bool,
+    name: str | None = None,
+    cse: bool = True,
+) -> Traced:
+    """Trace `f(*args, **kwargs)`; the graph's `in_tree` is that of `(args, kwargs)`."""
+    kwargs = kwargs or {}
+    flat, in_tree = tree.flatten((tuple(args), dict(kwargs)))
+
+    def flat_fn(*tracers):
+        a, k = tree.unflatten(in_tree, tracers)
+        return f(*a, **k)
+
+    traced, _ = trace_flat(
+        flat_fn,
+        flat,
+        concrete=concrete,
+        name=name or getattr(f, "__name__", "f"),
+        in_tree=in_tree,
+        cse=cse,
+    )
+    return traced
+
+
+def split_static(args: tuple, static_argnums: Sequence[int], fname: str):
+    """(static values, dynamic args, merge function) for `static_argnums`."""
+    n = len(args)
+    static = set()
+    for i in static_argnums:
+        if not -n <= i < n:
+            raise ValueError(
+                f"{fname}: static_argnums={tuple(static_argnums)} refers to argument {i}, but "
+                f"the function was called with {n} positional arguments"
+            )
+        static.add(i % n)
+    dyn = tuple(a for i, a in enumerate(args) if i not in static)
+    statics = tuple((i, args[i]) for i in sorted(static))
+
+    return statics, dyn, lambda dyn_args: merge_static(statics, dyn_args)
+
+
+def merge_static(statics: tuple, dyn_args: tuple) -> tuple:
+    """The full positional arguments from `(index, value)` static pairs and the rest."""
+    if not statics:
+        return tuple(dyn_args)
+    static = dict(statics)
+    it = iter(dyn_args)
+    return tuple(static[i] if i in static else next(it) for i in range(len(dyn_args) + len(static)))
+
+
+def name_of(f) -> str:
+    """The name error messages give `f` (a callable object's type name when it has none)."""
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def argnums_tuple(argnums, nargs: int, fname: str, api: str) -> tuple[int, ...]:
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{api}({fname}): argnums must name at least one argument, got ()")
+    for i in nums:
+        if not isinstance(i, int | np.integer):
+            raise TypeError(f"{api}({fname}): argnums must be ints, got {i!r}")
+        if not -nargs <= i < nargs:
+            raise TypeError(
+                f"{api}({fname}): differentiating with respect to argnums={argnums} requires at "
+                f"least {max(i, -i - 1) + 1} positional arguments, but {fname} was called with "
+                f"{nargs}"
+            )
+    return tuple(int(i) % nargs for i in nums)
+
+
+def check_float_inputs(args: tuple, argnums: tuple[int, ...], fname: str, api: str) -> None:
+    for i in argnums:
+        leaves, paths = leaves_with_paths(args[i])
+        for x, path in zip(leaves, paths):
+            aval = x.aval if isinstance(x, Tracer) else aval_of(x)
+            if not is_float(aval.dtype):
+                raise TypeError(
+                    f"{api}({fname}) requires float inputs, but argument {i}{path} has dtype "
+                    f"{aval.dtype.name}. Differentiate with respect to float arguments only "
+                    "(convert with .astype(float), or leave this argument out of argnums)."
+                )
+
+
+def leaves_with_paths(value) -> tuple[list, list[str]]:
+    paths, leaves, _ = optree.tree_flatten_with_path(
+        value, none_is_leaf=False, namespace=tree.NAMESPACE
+    )
+    return leaves, ["".join(f"[{p!r}]" for p in path) for path in paths]
+
+
+class Run:
+    """One concrete trace of `f` and the forward values at the caller's level.
+
+    At the top level the trace's own values are the forward values; when the arguments are
+    tracers of an enclosing transformation, the graph is simplified and re-run on them
+    (recording it there), so each level of a nested derivative starts from a small graph.
+    `graph` is the graph the derivative pass must walk.
+    """
+
+    def __init__(self, traced: Traced, flat_args: Sequence):
+        self.traced = traced
+        graph = traced.graph
+        if is_nested(traced, flat_args):
+            graph = simplified_level(graph, True)
+            args = list(flat_args) + list(traced.captured)
+            self.values = eval_graph(graph, args, keep_all=True)
+        else:
+            self.values = traced.values
+        self.graph = graph
+        self.read = value_reader(self.values)
+        self.outputs = [self.read(e.node)[e.index] for e in graph.outputs]
+
+    def release(self, node: Node) -> None:
+        # the forward value of `node` is needed by no rule still to run (reverse order)
+        if node.prim is not const_p:
+            self.values.pop(node, None)
+
+
+def is_nested(traced: Traced, flat_args: Sequence) -> bool:
+    """Whether this call runs inside another transformation (its values are tracers)."""
+    return bool(traced.captured) or any(isinstance(a, Tracer) for a in flat_args)
+
+
+def simplified_level(graph, nested: bool):
+    """A nested level's graph, simplified before it is differentiated so each level of a
+    nested derivative starts small. Also directly under jit, which simplifies the whole graph
+    afterwards: differentiating an unsimplified level gives a larger graph that the final pass
+    cannot shrink back (tanh's 8th derivative: 447 nodes against 392), and the extra pass costs
+    no measurable time on the first call (benchmarks/jit_overhead.py)."""
+    return simplify(graph) if nested else graph
+
+
+def trace_args(f, args: tuple, kwargs: dict, argnums: tuple[int, ...], fname: str):
+    """Trace f concretely with the differentiated arguments as tracers; the rest are closed over."""
+    diff = tuple(args[i] for i in argnums)
+    flat, diff_tree = tree.flatten(diff)
+
+    def flat_fn(*tracers):
+        vals = list(args)
+        for i, sub in zip(argnums, tree.unflatten(diff_tree, tracers)):
+            vals[i] = sub
+        return f(*vals, **kwargs)
+
+    traced, out_tree = trace_flat(flat_fn, flat, concrete=True, name=fname)
+    return traced, out_tree, flat, diff_tree
+
+
+def split_aux(out_tree, outs, has_aux: bool, fname: str, api: str):
+    """(main output leaves, aux pytree or None, main tree) from the flat outputs."""
+    out = tree.unflatten(out_tree, list(range(len(outs))))
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple | list) and len(out) == 2):
+        raise TypeError(
+            f"{api}({fname}, has_aux=True) requires {fname} to return a pair (output, aux), "
+            f"but it returned {type(out).__name__}"
+            + (f" of length {len(out)}" if isinstance(out, tuple | list) else "")
+        )
+    return out[0], out[1]
+
+
+def to_output(v, like):
+    """A gradient as a NumPy value of the input's shape and dtype."""
+    aval = like.aval if isinstance(like, Tracer) else aval_of(like)
+    if isinstance(v, Tracer):
+        return v
+    if v is None:
+        return (
+            np.zeros(aval.shape, aval.strengthen().dtype)
+            if aval.shape or not aval.weak_type
+            else np.float64(0.0)
+        )
+    arr = np.asarray(v, dtype=aval.dtype)
+    return arr if aval.shape or isinstance(like, np.ndarray) else arr[()]

@@ -1,0 +1,341 @@
+"""`jit`: trace once per signature, simplify, generate NumPy code, and cache it; `make_graph`,
+the abstract trace alone.
+
+The signature of a call is the pytree structure of its positional and keyword arguments,
+each leaf's shape, dtype and weak type (a Python scalar is weak), and the values of the
+static arguments. The first call with a new signature traces `f` abstractly (shapes and
+dtypes only: Python control flow on values raises `tg.ConcretizationError`), simplifies the
+graph and compiles it; later calls with that signature run the compiled code directly.
+
+Arrays that `f` closes over are constants captured at trace time (as in JAX): changing such
+an array in place later does not change what a cached entry computes. Called on tracers (in
+`grad(jit(f))`, `vmap(jit(f))`), a jitted function inlines its cached graph into the
+enclosing trace instead of running it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import warnings
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tracegrad import tree
+from tracegrad.api.common import merge_static, name_of, split_static, trace_flat, trace_function
+from tracegrad.codegen import compile_graph, source
+from tracegrad.core import Tracer
+from tracegrad.interpret import eval_graph
+from tracegrad.ir.analysis import peak_bytes
+from tracegrad.ir.graph import Graph
+from tracegrad.ir.types import Aval, aval_of
+from tracegrad.transforms.simplify import simplify
+
+logger = logging.getLogger("tracegrad.jit")
+
+CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "maxsize", "currsize"])
+
+RETRACE_WARNING_AFTER = 10
+_BACKENDS = ("codegen", "interpret")
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function keeps meeting new signatures (each one costs a trace and a compile)."""
+
+
+def _leaf_key(x):
+    # cheap and hashable: arrays by (shape, dtype), Python scalars by type (weak)
+    t = type(x)
+    if t is np.ndarray:
+        return (x.shape, x.dtype)
+    if t is float or t is int or t is bool or t is complex:
+        return t
+    if isinstance(x, Tracer):
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type)
+    if isinstance(x, np.generic):
+        return ((), x.dtype)
+    raise TypeError(
+        f"jit: arguments must be arrays, Python scalars or pytrees of them; got a "
+        f"{t.__name__}. Pass non-array values with static_argnums."
+    )
+
+
+def _leaf_aval(x) -> Aval:
+    return x.aval if isinstance(x, Tracer) else aval_of(x)
+
+
+class _Entry:
+    """One cached signature: the simplified graph and how to run it."""
+
+    __slots__ = ("graph", "run", "out_tree", "compiled", "captured", "donated")
+
+    def __init__(self, graph: Graph, run, out_tree, compiled, captured=(), donated=()):
+        self.graph = graph
+        self.run = run
+        self.out_tree = out_tree
+        self.compiled = compiled
+        self.donated = donated  # flat positions of donated arrays (checked on every call)
+        # outer tracers the graph reads (f closed over them): such an entry is not cached
+        self.captured = captured
+
+
+class Lowered:
+    """What `jit(f).lower(*args)` returns: the simplified IR and the generated Python."""
+
+    def __init__(self, entry: _Entry):
+        self.graph = entry.graph
+        self._compiled = entry.compiled
+
+    @property
+    def source(self) -> str:
+        if self._compiled is None:
+            return source(self.graph)
+        return self._compiled.source
+
+    @property
+    def memory(self) -> int:
+        """Predicted peak bytes of live intermediates while the generated code runs."""
+        return self._compiled.memory if self._compiled is not None else peak_bytes(self.graph)
+
+    def export(self, path) -> None:
+        """Write a standalone module (NumPy only; array constants in an .npz beside it)."""
+        (self._compiled or compile_graph(self.graph)).export(path)
+
+    def __repr__(self) -> str:
+        return f"<Lowered {self.graph.name}: {len(self.graph.nodes)} nodes>"
+
+
+class Jitted:
+    """A function compiled per signature. Call it like `f`; see `jit`."""
+
+    def __init__(
+        self,
+        f: Callable,
+        static_argnums: Sequence[int],
+        backend: str,
+        donate_argnums: Sequence[int],
+    ):
+        self.f = f
+        self.static_argnums = tuple(sorted(set(static_argnums)))
+        self.backend = backend
+        self.donate_argnums = tuple(donate_argnums)
+        self.name = name_of(f)
+        self._cache: dict = {}
+        self._hits = 0
+        self._misses = 0
+        self._last_key = None
+        functools.update_wrapper(self, f)
+
+    # -- the call path: keep it lean (at small sizes it is the whole cost) ---------------------
+    def __call__(self, *args, **kwargs):
+        if self.static_argnums:
+            statics, args = self._split_static(args)
+        else:
+            statics = ()
+        flat, treedef = tree.flatten((args, kwargs))
+        try:
+            key = (treedef, statics, tuple(map(_leaf_key, flat)))
+            entry = self._cache.get(key)
+        except TypeError as err:
+            raise TypeError(f"jit({self.name}): {err}") from None
+        if entry is None:
+            entry = self._compile(key, args, kwargs, flat, treedef, statics)
+        else:
+            self._hits += 1
+        if entry.run is None or any(isinstance(x, Tracer) for x in flat):
+            outs = self._inline(entry, args, kwargs, statics, flat)
+        else:
+            if entry.donated:
+                self._check_donated(flat, entry.donated)
+            outs = entry.run(*flat)
+        return tree.unflatten(entry.out_tree, outs)
+
+    def _check_donated(self, flat, positions) -> None:
+        for p in positions:
+            x = flat[p]
+            if type(x) is not np.ndarray or not x.flags.writeable:
+                raise ValueError(
+                    f"jit({self.name}): a donated argument (leaf {p}) must be a writeable NumPy "
+                    f"array, got {type(x).__name__}"
+                    + (" (read-only)" if isinstance(x, np.ndarray) else "")
+                    + "; pass a fresh array or drop donate_argnums"
+                )
+
+    def _donated_positions(self, args, statics) -> tuple[int, ...]:
+        """Flat input positions of the leaves of the donated positional arguments."""
+        if not self.donate_argnums:
+            return ()
+        static_idx = {i for i, _ in statics}
+        n = len(args) + len(static_idx)
+        wanted = {i % n for i in self.donate_argnums if -n <= i < n}
+        positions, offset, dyn = [], 0, 0
+        for i in range(n):
+            if i in static_idx:
+                continue
+            count = len(tree.leaves(args[dyn]))
+            if i in wanted:
+                positions.extend(range(offset, offset + count))
+            offset += count
+            dyn += 1
+        return tuple(positions)
+
+    def _split_static(self, args):
+        """((index, value) pairs of the static arguments, the other arguments)."""
+        pairs, dyn, _ = split_static(args, self.static_argnums, f"jit({self.name})")
+        for i, v in pairs:
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(
+                    f"jit({self.name}): static argument {i} has the unhashable type "
+                    f"{type(v).__name__}; static arguments are part of the cache key, so pass "
+                    "a hashable value (a tuple instead of a list), or make it a traced argument"
+                ) from None
+        return pairs, dyn
+
+    def _compile(self, key, args, kwargs, flat, treedef, statics) -> _Entry:
+        self._misses += 1
+        self._log_retrace(key)
+        avals = [_leaf_aval(x) for x in flat]
+
+        def flat_fn(*tracers):
+            a, k = tree.unflatten(treedef, tracers)
+            return self.f(*merge_static(statics, a), **k)
+
+        traced, out_tree = trace_flat(
+            flat_fn, avals, concrete=False, name=self.name, in_tree=treedef
+        )
+        if traced.captured:
+            # `f` closes over tracers of an enclosing transformation: the graph is valid for
+            # this call only, so it is inlined and not cached.
+            return _Entry(traced.graph, None, out_tree, None, traced.captured)
+        graph = simplify(traced.graph)
+        donated = self._donated_positions(args, statics)
+        if self.backend == "codegen":
+            compiled = compile_graph(graph, donated=frozenset(donated))
+            run = compiled.fn
+        else:
+            compiled = None
+
+            def run(*flat_args, _graph=graph):
+                return eval_graph(_graph, flat_args)
+
+        entry = _Entry(graph, run, out_tree, compiled, donated=donated)
+        self._cache[key] = entry
+        return entry
+
+    def _inline(self, entry, args, kwargs, statics, flat):
+        # on tracers, running the graph records it into the enclosing trace
+        return eval_graph(entry.graph, list(flat) + list(entry.captured))
+
+    def _log_retrace(self, key) -> None:
+        if self._last_key is None:
+            logger.info("jit(%s): tracing for the first signature", self.name)
+        else:
+            old_tree, old_static, old_leaves = self._last_key
+            new_tree, new_static, new_leaves = key
+            if new_tree != old_tree:
+                why = f"the argument structure changed ({old_tree} -> {new_tree})"
+            elif new_static != old_static:
+                why = f"static arguments changed ({old_static} -> {new_static})"
+            else:
+                diffs = [
+                    f"leaf {i}: {a} -> {b}"
+                    for i, (a, b) in enumerate(zip(old_leaves, new_leaves))
+                    if a != b
+                ]
+                why = "shapes/dtypes changed (" + "; ".join(diffs[:3]) + ")"
+            logger.info("jit(%s): re-tracing because %s", self.name, why)
+        self._last_key = key
+        if self._misses == RETRACE_WARNING_AFTER:
+            warnings.warn(
+                f"jit({self.name}) has traced {self._misses} times for different signatures; "
+                "each trace costs a compile. Keep shapes and dtypes stable, or mark "
+                "arguments that vary as static only when they take few values.",
+                RetraceWarning,
+                stacklevel=3,
+            )
+
+    # -- inspection ------------------------------------------------------------------------
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The simplified graph and generated source for these arguments' signature."""
+        statics, dyn = self._split_static(args) if self.static_argnums else ((), args)
+        flat, treedef = tree.flatten((dyn, kwargs))
+        key = (treedef, statics, tuple(map(_leaf_key, flat)))
+        entry = self._cache.get(key) or self._compile(key, dyn, kwargs, flat, treedef, statics)
+        return Lowered(entry)
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses and size of the signature cache (the shape of `lru_cache`'s)."""
+        return CacheInfo(self._hits, self._misses, None, len(self._cache))
+
+    def cache_clear(self) -> None:
+        self._cache.clear()
+        self._hits = self._misses = 0
+        self._last_key = None
+
+    def __repr__(self) -> str:
+        return f"<jit({self.name}) backend={self.backend!r}>"
+
+
+def jit(
+    f: Callable | None = None,
+    static_argnums: int | Sequence[int] = (),
+    backend: str = "codegen",
+    donate_argnums: int | Sequence[int] = (),
+):
+    """Compile `f` per signature: trace abstractly, simplify, generate NumPy code, cache.
+
+    Args:
+      f: the function (or use `@jit(static_argnums=...)` as a decorator factory).
+      static_argnums: positional arguments that are Python values (hashable), part of the
+        cache key; the rest must be arrays or Python scalars (pytrees of them).
+      backend: "codegen" (generated NumPy source) or "interpret" (the IR interpreter on the
+        same simplified graph).
+      donate_argnums: arguments whose buffers the caller gives up (as in JAX): the generated
+        code may write outputs into them (a training step then updates its parameters in
+        place). Donated arrays must be writeable NumPy arrays; do not use them after the call.
+    """
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    if backend not in _BACKENDS:
+        raise ValueError(f"jit: backend must be one of {_BACKENDS}, got {backend!r}")
+    overlap = set(static) & set(donate)
+    if overlap:
+        raise ValueError(
+            f"jit: argument(s) {sorted(overlap)} are both static and donated; a static argument "
+            "is a Python value with no buffer to donate"
+        )
+    if f is None:
+        return lambda g: Jitted(g, static, backend, donate)
+    if not callable(f):
+        raise TypeError(f"jit: expected a function, got {type(f).__name__}")
+    return Jitted(f, static, backend, donate)
+
+
+def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., Graph]:
+    """`make_graph(f)(*args)` traces `f` abstractly and returns its `Graph`.
+
+    Arguments may be arrays, Python scalars or `tg.Aval(shape, dtype)`; only their shapes and
+    dtypes matter. Arguments named in `static_argnums` are baked into the graph.
+    """
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    name = getattr(f, "__name__", "f")
+
+    @functools.wraps(f)
+    def graph_of(*args, **kwargs) -> Graph:
+        _, dyn, merge = split_static(args, static_argnums, "make_graph")
+        traced = trace_function(
+            lambda *d, **k: f(*merge(d), **k), dyn, kwargs, concrete=False, name=name
+        )
+        if traced.captured:
+            raise TypeError(
+                f"make_graph({name}): the function closes over values traced by an enclosing "
+                "transformation; pass them as arguments instead"
+            )
+        return traced.graph
+
+    return graph_of

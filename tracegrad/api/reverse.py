@@ -1,0 +1,177 @@
+"""The functional API: grad, value_and_grad, vjp (thin wrappers over tracing and transforms).
+
+Each call traces `f` concretely once (so Python control flow on values works), then either
+runs the backward pass right away (`grad`) or splits it into forward and backward graphs
+(`vjp`, whose `vjp_fn` runs only the backward graph). Arguments that are tracers of an
+enclosing transformation make the same steps record into that transformation's trace: this
+is all that nested derivatives need.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tracegrad import tree
+from tracegrad.api.common import (
+    Run,
+    argnums_tuple,
+    check_float_inputs,
+    is_nested,
+    name_of,
+    simplified_level,
+    split_aux,
+    to_output,
+    trace_args,
+    trace_flat,
+)
+from tracegrad.core import Boxed, Tracer
+from tracegrad.interpret import eval_graph
+from tracegrad.ir.types import aval_of, is_float
+from tracegrad.primitives.elementwise import stop_gradient as sg
+from tracegrad.transforms.vjp import backward_pass, vjp_graph
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """`(f(*args), gradient)` of a scalar-valued `f` with respect to `args[argnums]`.
+
+    Args:
+      f: a function of NumPy arrays and Python scalars (pytrees of them) returning a scalar.
+      argnums: which positional argument(s) to differentiate; an int gives one gradient, a
+        tuple gives a tuple of gradients.
+      has_aux: `f` returns `(value, aux)`; aux is returned beside the value, not differentiated.
+    Returns:
+      A function returning `(value, grad)` (`((value, aux), grad)` with `has_aux`).
+    """
+    fname = name_of(f)
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args, **kwargs):
+        nums = argnums_tuple(argnums, len(args), fname, "grad")
+        check_float_inputs(args, nums, fname, "grad")
+        traced, out_tree, flat, diff_tree = trace_args(f, args, kwargs, nums, fname)
+        main, aux = split_aux(out_tree, traced.out_tracers, has_aux, fname, "grad")
+        main_leaves = tree.leaves(main)
+        if len(main_leaves) != 1:
+            raise TypeError(
+                f"grad({fname}) requires a scalar output, got a {type(main).__name__} of "
+                f"{len(main_leaves)} values; use jacrev or vjp"
+            )
+        k = main_leaves[0]
+        out_aval = traced.graph.outputs[k].aval
+        if out_aval.shape != ():
+            raise TypeError(
+                f"grad requires a scalar output, got shape {out_aval.shape}; use jacrev or vjp"
+            )
+        if not is_float(out_aval.dtype):
+            raise TypeError(
+                f"grad requires a float output, got dtype {out_aval.dtype.name} from {fname}"
+            )
+        run = Run(traced, flat)
+        graph = run.graph
+        seeds = [None] * len(graph.outputs)
+        seeds[k] = 1.0
+        out_k = run.outputs[k]
+        if isinstance(out_k, Tracer) and out_k._trace.alive:
+            seeds[k] = out_k._trace.constant(1.0)  # traced: no full-size folded constants
+        n_in = len(flat)
+        wrt = [True] * n_in + [False] * len(traced.captured)
+        bars = backward_pass(graph, run.read, seeds, wrt, release=run.release)[:n_in]
+        grads = [to_output(b, x) for b, x in zip(bars, flat)]
+        grads_tree = tree.unflatten(diff_tree, grads)
+        value = run.outputs[k]
+        value = to_output(value, value) if not isinstance(value, Tracer) else value
+        g = grads_tree[0] if isinstance(argnums, int) else grads_tree
+        if has_aux:
+            aux_val = tree.unflatten(out_tree, run.outputs)[1]
+            return (value, aux_val), g
+        return value, g
+
+    return value_and_grad_f
+
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The gradient of a scalar-valued `f` with respect to `args[argnums]` (as `jax.grad`)."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def grad_f(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return grad_f
+
+
+def vjp(f: Callable, *primals, has_aux: bool = False):
+    """`(f(*primals), vjp_fn)`; `vjp_fn(cotangent)` returns one cotangent per primal.
+
+    `f` runs once. `vjp_fn` runs only the backward graph, on residuals the forward graph
+    computed, so it can be called many times cheaply (and differentiated again).
+    """
+    fname = name_of(f)
+    flat, in_tree = tree.flatten(primals)
+    traced, out_tree = trace_flat(
+        lambda *t: f(*tree.unflatten(in_tree, t)), flat, concrete=True, name=fname
+    )
+    main, aux = split_aux(out_tree, traced.out_tracers, has_aux, fname, "vjp")
+    main_idx = tree.leaves(main)
+    main_tree = tree.structure(main)
+    nested = is_nested(traced, flat)
+    graph = simplified_level(traced.graph, nested)
+    wrt = [True] * len(flat) + [False] * len(traced.captured)
+    split = vjp_graph(graph, wrt)
+    args = list(flat) + list(traced.captured)
+    fwd_out = eval_graph(split.forward, args, known=None if nested else traced.values)
+    outs, residuals = fwd_out[: split.n_outputs], fwd_out[split.n_outputs :]
+    out_avals = [e.aval for e in graph.outputs]
+
+    def vjp_fn(cotangent):
+        ct_flat, ct_tree = tree.flatten(cotangent)
+        if ct_tree != main_tree:
+            raise TypeError(
+                f"vjp_fn of {fname}: the cotangent must have the structure of the output "
+                f"({main_tree}), got {ct_tree}"
+            )
+        cts = [None] * len(out_avals)
+        for k, c in zip(main_idx, ct_flat):
+            aval = out_avals[k]
+            c_aval = c.aval if isinstance(c, Tracer) else aval_of(c)
+            if c_aval.shape != aval.shape:
+                raise ValueError(
+                    f"vjp_fn of {fname}: cotangent of shape {c_aval.shape} for an output of "
+                    f"shape {aval.shape}; they must be equal"
+                )
+            cts[k] = c if isinstance(c, Tracer) else np.asarray(c, aval.strengthen().dtype)
+        for k, aval in enumerate(out_avals):
+            if cts[k] is None:
+                cts[k] = np.zeros(aval.shape, aval.strengthen().dtype)
+        bars = eval_graph(split.linear, list(residuals) + cts)
+        full = [None] * len(flat)
+        for i, b in zip(split.present, bars):
+            if i < len(flat):
+                full[i] = b
+        return tree.unflatten(in_tree, [to_output(b, x) for b, x in zip(full, flat)])
+
+    out_vals = tree.unflatten(
+        out_tree, [to_output(o, o) if not isinstance(o, Tracer) else o for o in outs]
+    )
+    if has_aux:
+        return out_vals[0], vjp_fn, out_vals[1]
+    return out_vals, vjp_fn
+
+
+def stop_gradient(x):
+    """`x` as a constant for differentiation (pytrees too), as `jax.lax.stop_gradient`; on a
+    PyTorch-style tensor, `t.detach()`."""
+
+    def constant(v):
+        if isinstance(v, Tracer):
+            return sg(v)
+        return v._stop_gradient() if isinstance(v, Boxed) else v
+
+    return tree.map(constant, x)
+
+
+__all__ = ["grad", "stop_gradient", "value_and_grad", "vjp"]

@@ -1,0 +1,98 @@
+"""`PARAM_TYPES`: the type `loads` requires of each conventional param name.
+
+Every name a built-in primitive takes is listed with its exact type, so a document cannot hand
+a rule `reverse='False'` or a float axis; other params are judged by the shape rule re-run on load.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from tracegrad.ir.document import MAX_NDIM
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _int(v) -> bool:
+    # sizes, axes and indices reach NumPy, which takes them as int64; a bool is not an int here
+    return type(v) is int and v in _INT64
+
+
+def _ints(v, max_len: int | None = MAX_NDIM) -> bool:
+    """A tuple of int64 ints; per-axis tuples (a shape, slice bounds) hold at most MAX_NDIM."""
+    return type(v) is tuple and (max_len is None or len(v) <= max_len) and all(map(_int, v))
+
+
+def _int_pairs(v) -> bool:
+    """pad's `pad_width`: one (before, after) pair of ints per axis."""
+    return (
+        type(v) is tuple
+        and len(v) <= MAX_NDIM
+        and all(type(p) is tuple and len(p) == 2 and _ints(p) for p in v)
+    )
+
+
+_INDEX_WORDS = frozenset({"array", "newaxis", "..."})
+
+
+def _index_item(item) -> bool:
+    """One item of gather's and scatter_add's `index` (see tracegrad.primitives.indexing)."""
+    if type(item) is str:
+        return item in _INDEX_WORDS
+    if type(item) is not tuple or not item or type(item[0]) is not str:
+        return _int(item)
+    if item[0] == "slice":
+        return len(item) == 4 and all(map(_int, item[1:]))
+    return item[0] == "bool" and len(item) == 2 and type(item[1]) is bool
+
+
+def _bool(v) -> bool:
+    return type(v) is bool
+
+
+_PER_AXIS = ("a tuple of at most 64 ints (int64)", _ints)
+_FLAG = ("a bool", _bool)
+
+# The types of params by name: every name a built-in primitive takes, with its exact type
+# (the union where primitives differ: `axis` is a tuple for reductions, an int for
+# concatenate). The names are conventions every primitive shares, a user's included (`axis`
+# may also be None, NumPy's "all axes", which only a user's primitive takes). A param not
+# listed here may hold any plain value; the shape rule re-run on load judges it.
+PARAM_TYPES = {
+    "axis": (
+        "an int, a tuple of at most 64 ints (int64) or None",
+        lambda v: v is None or _int(v) or _ints(v),
+    ),
+    # transpose's permutation, or tensordot's pair of contracted-axes tuples
+    "axes": (
+        "a tuple of ints or a pair of tuples of ints (at most 64, int64)",
+        lambda v: _ints(v) or (type(v) is tuple and len(v) == 2 and all(map(_ints, v))),
+    ),
+    "shape": _PER_AXIS,
+    "starts": _PER_AXIS,
+    "limits": _PER_AXIS,
+    "strides": _PER_AXIS,
+    "reps": _PER_AXIS,
+    "pad_width": ("a tuple of at most 64 (before, after) pairs of ints (int64)", _int_pairs),
+    "indices": ("a tuple of ints (int64)", functools.partial(_ints, max_len=None)),
+    "repeats": (
+        "an int or a tuple of ints (int64)",
+        lambda v: _int(v) or _ints(v, max_len=None),
+    ),
+    "index": (
+        "a tuple of index items (an int, 'array', 'newaxis', '...', ('slice', start, limit, "
+        "stride) or ('bool', b))",
+        lambda v: type(v) is tuple and all(map(_index_item, v)),
+    ),
+    "keepdims": _FLAG,
+    "reverse": _FLAG,
+    "exclusive": _FLAG,
+    "dtype": ("a dtype", lambda v: isinstance(v, np.dtype)),
+    "constant_values": (
+        "a Python int, float, bool or complex",
+        lambda v: type(v) in (int, float, bool, complex),
+    ),
+    "subscripts": ("a string", lambda v: type(v) is str),
+}

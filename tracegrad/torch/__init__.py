@@ -1,0 +1,79 @@
+"""`tracegrad.torch`: the PyTorch-style namespace, `import tracegrad.torch as torch`.
+
+Everything with PyTorch's semantics lives here: `Tensor` and `tensor`, the functions and
+factories (`torch.sum(x, dim)`, `cat`, `clamp`, `zeros`, `randn`, ...), `autograd`, `nn`,
+`optim`, grad modes, dtypes and `manual_seed`. Tensors record the same IR nodes the functional
+API traces (DESIGN.md §6). The top-level `tracegrad` keeps the functional API (JAX's
+semantics) and a few aliases of the tensor entry points, so that `tg.sum` is never mistaken for
+NumPy's inside `tg.grad`.
+
+The parts, bottom up: `grad_mode`, `hooks`, `tensor` (the class), `graph` (the recorded nodes),
+`recording`, `engine` (the backward pass), `function` (custom `autograd.Function`), `ops`
+(PyTorch's functions), `methods` (the tensor methods built from them), `nn`, `optim`.
+"""
+
+import numpy as np
+
+from tracegrad.torch import autograd, nn, ops, optim
+from tracegrad.torch.grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
+from tracegrad.torch.ops import *  # noqa: F403 - PyTorch's functions, listed in ops.__all__
+from tracegrad.torch.tensor import Tensor, get_default_dtype, set_default_dtype, tensor
+
+# dtypes under PyTorch's names (NumPy dtypes: `t.dtype == torch.float32` holds)
+float16, float32, float64 = (np.dtype(t) for t in ("float16", "float32", "float64"))
+half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's names
+int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
+uint8, bool = np.dtype("uint8"), np.dtype("bool")  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+
+DTYPES = (
+    "float16",
+    "float32",
+    "float64",
+    "half",
+    "float",
+    "double",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool",
+    "short",
+    "int",
+    "long",
+    "complex64",
+    "complex128",
+)
+
+__all__ = [
+    "Tensor",
+    "autograd",
+    "detect_anomaly",
+    "enable_grad",
+    "get_default_dtype",
+    "inference_mode",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
+    "is_grad_enabled",
+    "nn",
+    "no_grad",
+    "optim",
+    "set_default_dtype",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+    "tensor",
+    *ops.__all__,
+    *DTYPES,
+]

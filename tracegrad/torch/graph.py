@@ -1,0 +1,281 @@
+"""The nodes of the shim's recorded graph: `GradFn` (PyTorch's `grad_fn`) and `AccumulateGrad`
+(PyTorch's `torch.autograd.graph`).
+
+An eager tensor operation that records builds an immutable IR `Node` (the same class a trace
+builds) and wraps it in a `GradFn`: the small mutable part PyTorch keeps on its autograd nodes.
+It holds the values the node's vjp rule reads (released after a backward pass unless
+`retain_graph`), version stamps of the tensors they came from, and hooks. `next_functions`
+points at the producers' `GradFn`s, so a `GradFn` keeps its whole upstream graph alive and
+nothing points back: dropping the last tensor of a graph frees it by reference counting.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from tracegrad.ir.graph import Edge, Node, arg_node
+from tracegrad.ir.types import Aval, shape_of
+from tracegrad.torch.grad_mode import is_anomaly_enabled
+from tracegrad.torch.hooks import RemovableHandle
+from tracegrad.torch.tensor import _NO_NEXT, Tensor, type_string
+
+FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward."
+)
+
+_VERSION_HINT = (
+    "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+    "with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+)
+_VERSION_HINT_ANOMALY = (
+    "Hint: the backtrace further above shows the operation that failed to compute its "
+    "gradient. The variable in question was changed in there or anywhere later. Good luck!"
+)
+
+
+def torch_name(node: Node) -> str:
+    """PyTorch's name for this node's backward: the primitive's `torch_name` (a function of
+    the input avals where PyTorch names by operand, `PowBackward0`/`PowBackward1`), or one
+    derived from the primitive's name (`sin` -> `SinBackward0`)."""
+    prim = node.prim
+    name = prim.torch_name
+    if name is None:
+        return "".join(part.capitalize() for part in prim.name.split("_")) + "Backward0"
+    if callable(name):
+        return name(*(e.aval for e in node.inputs))
+    return name
+
+
+_counter = itertools.count()
+
+
+class _Hooks:
+    """Node pre- and post-hooks, shared by GradFn and AccumulateGrad."""
+
+    __slots__ = ()
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """`fn(grad_outputs) -> new grad_outputs or None`, before the node runs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(fn)
+        return RemovableHandle(self._pre_hooks, fn)
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """`fn(grad_inputs, grad_outputs) -> new grad_inputs or None`, after the node ran."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        self._post_hooks.append(fn)
+        return RemovableHandle(self._post_hooks, fn)
+
+
+class GradFn(_Hooks):
+    """A recorded node: the IR `Node`, what its backward reads, its hooks and its producers."""
+
+    __slots__ = (
+        "node",
+        "_next",
+        "_shown",
+        "_values",
+        "_outs",
+        "_versions",
+        "_state",
+        "_pre_hooks",
+        "_post_hooks",
+        "_tensor_hooks",
+        "_retained",
+        "_name",
+        "_metadata",
+        "_pinned",
+        "_on_release",
+        "_seq",
+        "__weakref__",
+    )
+
+    # _state: SAVED (values held), NOTHING (the rule needs no values), FREED (released)
+    SAVED, NOTHING, FREED = 0, 1, 2
+
+    def __init__(self, node: Node, next_functions: tuple, values, outs: tuple, versions):
+        self.node = node
+        self._seq = next(_counter)  # creation order is topological order
+        self._next = next_functions  # what the engine walks: one entry per node input
+        self._shown = None  # what `next_functions` shows, when a composite sets it
+        if not node.prim.vjp_reads:  # the rule reads shapes and dtypes only
+            self._state = GradFn.NOTHING
+            self._values = self._outs = self._versions = None
+        else:
+            self._state = GradFn.SAVED
+            self._values = values
+            self._outs = outs  # one value per output
+            self._versions = versions
+        self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = None
+        self._name = None
+        self._metadata = None
+        self._pinned = False
+        self._on_release = None  # a custom Function's ctx frees what it saved
+
+    def name(self) -> str:
+        return self._name or torch_name(self.node)
+
+    @property
+    def next_functions(self) -> tuple:
+        """The producers of this node's inputs, as PyTorch lists them: a condition (bool) and
+        an input PyTorch takes as a Python number (the primitive's `torch_scalar_inputs`) are
+        not inputs there; composites show their own inputs."""
+        if self._shown is not None:
+            return self._shown
+        node = self.node
+        scalars = node.prim.torch_scalar_inputs
+        return tuple(
+            nxt
+            for i, (nxt, e) in enumerate(zip(self._next, node.inputs))
+            if e.aval.dtype.kind != "b" and not (i in scalars and e.aval.weak_type)
+        )
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def __repr__(self) -> str:
+        return f"<{self.name().removeprefix('torch::autograd::')} object at {id(self):#x}>"
+
+    # -- saved values -------------------------------------------------------------------------
+    def release(self) -> None:
+        if self._on_release is not None:
+            self._on_release()
+        # pinned: a composite whose PyTorch node saves only sizes (mean divides by a count)
+        if self._state == GradFn.SAVED and not self._pinned:
+            self._state = GradFn.FREED
+            self._values = self._outs = self._versions = None
+
+    def saved(self, as_tensors: bool) -> tuple[list, object]:
+        """The inputs and output(s) the vjp rule reads: arrays, or tensors to record through
+        (`create_graph`). Raises PyTorch's errors for released or modified values."""
+        state = self._state
+        node = self.node
+        if state == GradFn.NOTHING:
+            ins = [_stand_in(e.aval) for e in node.inputs]
+            return ins, node.prim.result([_stand_in(a) for a in node.out_avals])
+        if state == GradFn.FREED:
+            raise RuntimeError(FREED)
+        for cell, version, owner in self._versions:
+            if cell.version != version:
+                if isinstance(owner, int):  # output `owner` of this node
+                    owner = (self, owner)
+                else:  # an input tensor (held weakly): named by its node now, as PyTorch
+                    t = owner()
+                    owner = (t._grad_fn, t._index) if t is not None and t._grad_fn else None
+                raise RuntimeError(_version_message(cell, version, owner))
+        if not as_tensors:
+            return self._values, node.prim.result(self._outs)
+        # inputs as tensors linked into the graph: a handle on the producer's output, the leaf
+        # itself, or the constant's value (no reference to user tensors: no cycles)
+        ins = []
+        for (nxt, index), value in zip(self._next, self._values):
+            if isinstance(nxt, GradFn):
+                ins.append(Tensor._wrap(value, nxt, index))
+            elif nxt is not None:
+                ins.append(nxt.variable)
+            else:
+                ins.append(value)
+        outs = [Tensor._wrap(v, self, i) for i, v in enumerate(self._outs)]
+        return ins, node.prim.result(outs)
+
+    def __getattr__(self, name: str):
+        # PyTorch's `grad_fn._saved_self` / `_saved_other` / `_saved_result`
+        index = {"_saved_self": 0, "_saved_other": 1, "_saved_result": -1}.get(name)
+        if index is None:
+            raise AttributeError(f"'{self.name()}' object has no attribute '{name}'")
+        ins, out = self.saved(as_tensors=True)
+        return out if index == -1 else ins[index]
+
+
+class AccumulateGrad(_Hooks):
+    """The node of a leaf that requires grad: the backward pass ends here, adding into `.grad`.
+
+    It holds its tensor; the tensor holds it weakly (as in PyTorch), so there is no cycle."""
+
+    __slots__ = ("variable", "node", "_pre_hooks", "_post_hooks", "__weakref__")
+    next_functions = _next = ()
+
+    def __init__(self, variable, node: Node):
+        self.variable = variable
+        self.node = node
+        self._pre_hooks = self._post_hooks = None
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    @property
+    def metadata(self) -> dict:
+        return {}
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+_STAND_INS: dict = {}
+
+
+def _stand_in(aval):
+    """A value of the right shape and dtype for a rule that reads no values (zero bytes:
+    a broadcast zero), cached per aval since building one costs more than the rule."""
+    value = _STAND_INS.get(aval)
+    if value is None:
+        if aval.weak_type:
+            value = aval.dtype.type(0).item()
+        else:
+            value = np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+        if len(_STAND_INS) > 4096:
+            _STAND_INS.clear()
+        _STAND_INS[aval] = value
+    return value
+
+
+def _version_message(cell, version, owner) -> str:
+    described = f"[{type_string(cell.value.dtype, shape_of(cell.value))}]"
+    if owner is not None:
+        fn, index = owner
+        name = fn.name()
+        name = name[: -len("Backward0")] if name.endswith("Backward0") else name
+        described += f", which is output {index} of {name},"
+    hint = _VERSION_HINT_ANOMALY if is_anomaly_enabled() else _VERSION_HINT
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {described} is at version {cell.version}; expected version {version} "
+        f"instead. {hint}"
+    )
+
+
+# -- a tensor's place in the graph ------------------------------------------------------------
+
+
+def edge_and_fn(t: Tensor):
+    """The edge `t`'s value flows along, and the node that receives its grad: its `GradFn`
+    and output index, or a leaf's `AccumulateGrad` (made once, held weakly by the tensor)."""
+    fn = t._grad_fn
+    if fn is not None:
+        return Edge(fn.node, t._index), (fn, t._index)
+    if t._requires_grad:
+        acc = accumulator(t)
+        return Edge(acc.node, 0), (acc, 0)
+    return None, _NO_NEXT
+
+
+def accumulator(t: Tensor) -> AccumulateGrad:
+    """The `AccumulateGrad` node of leaf `t` (the tensor holds it weakly, as PyTorch does)."""
+    acc = t._acc() if t._acc is not None else None
+    if acc is None:
+        value = t._cell.value
+        acc = AccumulateGrad(t, arg_node(Aval(value.shape, value.dtype)))
+        t._acc = weakref.ref(acc)
+    return acc

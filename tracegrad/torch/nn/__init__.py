@@ -1,0 +1,53 @@
+"""`tracegrad.torch.nn`: PyTorch's `Module`, `Parameter` and small layers over tracegrad tensors."""
+
+from tracegrad.torch.nn import functional, init
+from tracegrad.torch.nn.layers import (
+    ELU,
+    GELU,
+    CrossEntropyLoss,
+    Dropout,
+    Flatten,
+    Identity,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
+from tracegrad.torch.nn.module import Module, Parameter
+
+__all__ = [
+    "ELU",
+    "GELU",
+    "CrossEntropyLoss",
+    "Dropout",
+    "Flatten",
+    "Identity",
+    "LayerNorm",
+    "LeakyReLU",
+    "Linear",
+    "LogSoftmax",
+    "MSELoss",
+    "Module",
+    "ModuleList",
+    "NLLLoss",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "SiLU",
+    "Sigmoid",
+    "Softmax",
+    "Softplus",
+    "Tanh",
+    "functional",
+    "init",
+]

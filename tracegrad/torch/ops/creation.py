@@ -1,0 +1,180 @@
+"""PyTorch's tensor factories and the random generator behind them.
+
+`zeros`, `ones`, `full`, `arange`, `linspace`, `eye`, the random ones and their `*_like` forms,
+plus `as_tensor`, `from_numpy`, `is_tensor` and `numel`. `manual_seed` rebinds the module-level
+generator `_rng`, so other modules read it as `creation._rng` at call time, never a copy taken
+at import.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from tracegrad.torch.ops.conventions import _shape_args
+from tracegrad.torch.ops.promotion import result_type
+from tracegrad.torch.tensor import _FACTORY_FLAG, Tensor, _check_device, get_default_dtype, tensor
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int):
+    """Seeds the generator behind randn/rand/randint/normal_/uniform_ (NumPy's PCG64, so the
+    numbers differ from PyTorch's for the same seed)."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def _factory(values, dtype, requires_grad) -> Tensor:
+    t = Tensor._wrap(values if dtype is None else values.astype(dtype, copy=False))
+    if requires_grad:
+        t._set_requires_grad(True, _FACTORY_FLAG)
+    return t
+
+
+def _float_dtype(dtype):
+    return get_default_dtype() if dtype is None else np.dtype(dtype)
+
+
+def zeros(*size, dtype=None, requires_grad=False, device=None):
+    _check_device(device)
+    return _factory(np.zeros(_shape_args(size), _float_dtype(dtype)), None, requires_grad)
+
+
+def ones(*size, dtype=None, requires_grad=False, device=None):
+    _check_device(device)
+    return _factory(np.ones(_shape_args(size), _float_dtype(dtype)), None, requires_grad)
+
+
+def empty(*size, dtype=None, requires_grad=False, device=None):
+    return zeros(*size, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def full(size, fill_value, *, dtype=None, requires_grad=False, device=None):
+    _check_device(device)
+    if dtype is None:
+        dtype = result_type(fill_value) if not isinstance(fill_value, bool) else np.bool_
+    return _factory(np.full(tuple(size), fill_value, dtype), None, requires_grad)
+
+
+def randn(*size, dtype=None, requires_grad=False, device=None, generator=None):
+    _check_device(device)
+    values = _rng.standard_normal(_shape_args(size)).astype(_float_dtype(dtype))
+    return _factory(values, None, requires_grad)
+
+
+def rand(*size, dtype=None, requires_grad=False, device=None, generator=None):
+    _check_device(device)
+    values = _rng.random(_shape_args(size)).astype(_float_dtype(dtype))
+    return _factory(values, None, requires_grad)
+
+
+def randint(low, high=None, size=(), *, dtype=None, device=None):
+    _check_device(device)
+    if isinstance(high, tuple | list):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    return _factory(_rng.integers(low, high, tuple(size)), dtype or np.int64, False)
+
+
+def randperm(n, *, dtype=None):
+    return _factory(_rng.permutation(n), dtype or np.int64, False)
+
+
+def arange(start, end=None, step=1, *, dtype=None, requires_grad=False, device=None):
+    _check_device(device)
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = (
+            result_type(start, end, step)
+            if builtins.any(isinstance(v, float) for v in (start, end, step))
+            else np.int64
+        )
+    return _factory(np.arange(start, end, step).astype(dtype), None, requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, requires_grad=False, device=None):
+    _check_device(device)
+    return _factory(np.linspace(start, end, steps).astype(_float_dtype(dtype)), None, requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, requires_grad=False, device=None):
+    _check_device(device)
+    return _factory(np.eye(n, m, dtype=_float_dtype(dtype)), None, requires_grad)
+
+
+def _like(make):
+    def f(input, *, dtype=None, requires_grad=False, device=None):
+        return make(
+            input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad, device=device
+        )
+
+    return f
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+randn_like = _like(randn)
+rand_like = _like(rand)
+
+
+def full_like(input, fill_value, *, dtype=None, requires_grad=False, device=None):
+    return full(
+        input.shape,
+        fill_value,
+        dtype=dtype or input.dtype,
+        requires_grad=requires_grad,
+        device=device,
+    )
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.dtype):
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor of `ndarray`'s values and dtype. Unlike PyTorch it copies: tensors own
+    read-only arrays, and in-place tensor methods rebind rather than write."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return tensor(ndarray)
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+__all__ = [
+    "manual_seed",
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "randn",
+    "rand",
+    "randint",
+    "randperm",
+    "arange",
+    "linspace",
+    "eye",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "randn_like",
+    "rand_like",
+    "full_like",
+    "as_tensor",
+    "from_numpy",
+    "is_tensor",
+    "numel",
+]

@@ -1,0 +1,98 @@
+"""The in-place tensor methods (`add_`, `zero_`, `fill_`, `copy_`, `normal_` ...).
+
+They are functional: each computes a new value and rebinds the tensor to it (`rebind`),
+after `Tensor._check_inplace` has refused what PyTorch refuses. `_inplace(name)` makes `name_`
+from the method `name`; `normal_` and `uniform_` draw from `creation._rng`, read at call time so
+that `manual_seed` reaches them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracegrad.primitives.elementwise import where_p
+from tracegrad.torch.grad_mode import _enabled
+from tracegrad.torch.ops import creation
+from tracegrad.torch.ops.conventions import _as_tensor
+from tracegrad.torch.ops.shapes import clone, expand
+from tracegrad.torch.recording import record
+from tracegrad.torch.tensor import Tensor
+
+
+def rebind(self: Tensor, result: Tensor) -> Tensor:
+    """`self` rebound to the value of `result` (cast to its dtype), version bumped: the end of
+    every in-place method."""
+    value = result._cell.value
+    if value.dtype != self.dtype:
+        if not np.can_cast(value.dtype, self.dtype, "same_kind"):
+            raise RuntimeError(
+                f"result type {value.dtype.name} can't be cast to the desired output type "
+                f"{self.dtype.name}"
+            )
+        result = result._astype(self.dtype)
+        value = result._cell.value
+    if value.shape != self.shape:
+        raise RuntimeError(
+            f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+            f"{list(value.shape)}"
+        )
+    if result._grad_fn is None and self._grad_fn is not None and _enabled.get():
+        # a constant overwrote a recorded value (zero_, fill_, copy_ of a constant): the
+        # old value now gets a zero gradient, through a node that selects the new value
+        old = self._snapshot()
+        result = record(where_p, (np.zeros(self.shape, bool), old, result), {})
+        value = result._cell.value
+    self._cell.value = value
+    self._cell.version += 1
+    if result._grad_fn is not None:
+        self._grad_fn = result._grad_fn
+        self._index = result._index
+        self._requires_grad = True
+    return self
+
+
+def _inplace(name: str):
+    def method(self, *args, **kwargs):
+        self._check_inplace()
+        result = getattr(self._snapshot(), name)(*args, **kwargs)
+        return rebind(self, result)
+
+    method.__name__ = name + "_"
+    return method
+
+
+def _zero_(self):
+    self._check_inplace()
+    return rebind(self, Tensor._wrap(np.zeros(self.shape, self.dtype)))
+
+
+def _fill_(self, value):
+    self._check_inplace()
+    if isinstance(value, Tensor) and value._requires_grad:
+        return rebind(self, expand(value._astype(self.dtype), self.shape))
+    return rebind(self, Tensor._wrap(np.full(self.shape, value, self.dtype)))
+
+
+def _copy_(self, src, non_blocking=False):
+    self._check_inplace()
+    src = _as_tensor(src)
+    return rebind(
+        self,
+        expand(src._astype(self.dtype) if src.dtype != self.dtype else src, self.shape)
+        if src.shape != self.shape
+        else clone(src)
+        if src._requires_grad
+        else src,
+    )
+
+
+def _normal_(self, mean=0.0, std=1.0, *, generator=None):
+    self._check_inplace()
+    return rebind(
+        self, Tensor._wrap(creation._rng.normal(mean, std, self.shape).astype(self.dtype))
+    )
+
+
+def _uniform_(self, a=0.0, b=1.0, *, generator=None):
+    self._check_inplace()
+    return rebind(self, Tensor._wrap(creation._rng.uniform(a, b, self.shape).astype(self.dtype)))

@@ -1,0 +1,180 @@
+"""Recording: a tensor operation that requires grad becomes an IR node and its `GradFn`.
+
+`bind` hands any primitive call with a tensor argument (outside a trace) to `record`. It runs
+the primitive's NumPy implementation and, in grad mode with an input that requires grad,
+builds the same immutable `Node`/`Edge` a trace would, wrapped in a `GradFn` that holds what
+the node's vjp rule reads (the primitive's `vjp_reads`) and version stamps of the tensors
+those values came from. Results are new tensors; they require grad when the result is
+floating point. Non-differentiable primitives with float results (floor, sign) are recorded
+too, as in PyTorch: their results require grad and pass a zero gradient.
+"""
+
+from __future__ import annotations
+
+import traceback
+import weakref
+
+import numpy as np
+
+from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node
+from tracegrad.ir.types import Aval
+from tracegrad.torch.grad_mode import _anomaly, _enabled
+from tracegrad.torch.graph import GradFn, edge_and_fn
+from tracegrad.torch.tensor import _NO_NEXT, Tensor, _Cell, _readonly
+
+
+def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
+    """Run `prim` on the arrays behind `args`; record a node when an input requires grad.
+
+    `bind` calls this for any operation with a tensor argument outside a trace. Results are
+    new tensors; they require grad when grad mode is on, an input requires grad, the
+    primitive is differentiable and the result is floating point.
+    """
+    values = []
+    needs = False
+    for a in args:
+        if isinstance(a, Tensor):
+            values.append(a._cell.value)
+            if a._requires_grad:
+                needs = True
+        else:
+            values.append(a)
+    out = prim.impl(*values, **params)
+    # Non-differentiable primitives with float results (floor, sign) are recorded too: as in
+    # PyTorch their results require grad and pass a zero gradient.
+    if not (needs and _enabled.get()):
+        if not prim.multiple_results:  # the common case, kept short
+            return _result(out, prim, args)
+        return tuple([_result(o, prim, args) for o in out])
+    edges = []
+    nexts = []
+    versions = []
+    stamps = _stamped_inputs(prim, args)
+    reads = prim.vjp_reads
+    for i, (a, v) in enumerate(zip(args, values)):
+        if isinstance(a, Tensor):
+            fn = a._grad_fn
+            if fn is not None:  # the common case, inlined: an edge into a recorded node
+                index = a._index
+                edge, nxt = Edge(fn.node, index), (fn, index)
+            else:
+                edge, nxt = edge_and_fn(a)
+                if edge is None:
+                    edge = _constant_edge(v)
+            if i in stamps or (
+                v.dtype.kind not in "fc" and ("inputs" in reads or "indices" in reads)
+            ):  # (an integer or bool input is an index or condition: read if any is)
+                # weakly: the tensor may later point at a node that saved it (y += y.exp())
+                versions.append((a._cell, a._cell.version, weakref.ref(a)))
+        else:
+            edge = _constant_edge(v)
+            nxt = _NO_NEXT
+        edges.append(edge)
+        nexts.append(nxt)
+    params = Params(params) if params else EMPTY_PARAMS
+    if _anomaly.get()[0]:
+        return _with_stack(_record_node(prim, args, values, edges, nexts, versions, out, params))
+    return _record_node(prim, args, values, edges, nexts, versions, out, params)
+
+
+_NONE: frozenset = frozenset()
+
+
+def _stamped_inputs(prim, args) -> frozenset | range:
+    """Positions of the float inputs whose values this node's backward will read, so an
+    in-place change of them must raise at backward: PyTorch saves exactly those (`x * 3`
+    saves no `x`, `X @ w` with a constant `X` saves `X` but not `w`: a bilinear rule reads
+    an input only for the other inputs' gradients)."""
+    if "inputs" not in prim.vjp_reads:
+        return _NONE
+    grad = [isinstance(a, Tensor) and a._requires_grad for a in args]
+    n = sum(grad)
+    if prim.bilinear:
+        return frozenset(i for i in range(len(args)) if n - grad[i] > 0)
+    return range(len(args)) if n else _NONE
+
+
+def _with_stack(result):
+    """Anomaly mode: the node keeps the stack that created it, for the backward's report."""
+    first = result[0] if isinstance(result, tuple) else result
+    fn = first._grad_fn or (result[-1]._grad_fn if isinstance(result, tuple) else None)
+    if fn is not None:
+        frames = traceback.extract_stack()
+        while frames and frames[-1].filename.startswith(_PACKAGE_DIR):  # end at user code
+            frames.pop()
+        fn.metadata["traceback_"] = traceback.format_list(frames)
+    return result
+
+
+_PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
+
+
+def _record_node(prim, args, values, edges, nexts, versions, out, params):
+    if not prim.multiple_results:  # the common case, kept short
+        out = _readonly(out)
+        node = Node(prim, tuple(edges), params, (_aval(out),))
+        fn = GradFn(node, tuple(nexts), tuple(values), (out,), versions)
+        return _output_tensor(fn, 0, out, prim, args, versions)
+    outs = tuple([_readonly(o) for o in out])
+    node = Node(prim, tuple(edges), params, tuple([_aval(o) for o in outs]))
+    fn = GradFn(node, tuple(nexts), tuple(values), outs, versions)
+    return tuple([_output_tensor(fn, i, o, prim, args, versions) for i, o in enumerate(outs)])
+
+
+def _output_tensor(fn, i: int, value, prim, args, versions) -> Tensor:
+    """The tensor of output `i` of a recorded node."""
+    cell = _Cell(value)
+    t = Tensor.__new__(Tensor)
+    t._init(cell, fn, i)
+    if value.dtype.kind not in "fc":
+        t._grad_fn = None
+        t._requires_grad = False
+    elif fn._state == GradFn.SAVED and "output" in prim.vjp_reads:
+        versions.append((cell, 0, i))  # output i of this node (an int: no cycle)
+    if prim.view_of is not None:
+        t._base = _root_base(args[prim.view_of])
+    return t
+
+
+_AVALS: dict = {}
+
+
+def _aval(value: np.ndarray) -> Aval:
+    """The aval of an array, shared per (shape, dtype): cheaper than building one per node."""
+    key = (value.shape, value.dtype)
+    aval = _AVALS.get(key)
+    if aval is None:
+        if len(_AVALS) > 10_000:
+            _AVALS.clear()
+        aval = _AVALS[key] = Aval(value.shape, value.dtype)
+    return aval
+
+
+def _result(out, prim, args) -> Tensor:
+    t = Tensor._wrap(out)
+    if prim.view_of is not None:
+        t._base = _root_base(args[prim.view_of])
+    return t
+
+
+def _root_base(x):
+    """The tensor a view ultimately looks into (views of views share their root)."""
+    if not isinstance(x, Tensor):
+        return None
+    return x._base if x._base is not None else x
+
+
+_SCALAR_EDGES: dict = {}
+
+
+def _constant_edge(value) -> Edge:
+    """The edge of an `arg` node standing for a constant input (its value is saved with the
+    GradFn). Python scalars of one type share one node: it only carries their aval."""
+    if isinstance(value, np.ndarray | np.generic):
+        return Edge(arg_node(Aval(value.shape, value.dtype)), 0)
+    kind = type(value)
+    edge = _SCALAR_EDGES.get(kind)
+    if edge is None:
+        dtype = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}[kind]
+        edge = _SCALAR_EDGES[kind] = Edge(arg_node(Aval((), dtype, kind is not bool)), 0)
+    return edge
