@@ -409,7 +409,7 @@ class Tracer(Boxed):
                 f"{what} needs a concrete value, but this {self.aval.str_short()} value is traced "
                 f"abstractly (under jit or make_graph), at {user_frame_location()}.\n"
                 "Mark the argument static with static_argnums, or express the choice as data with "
-                "tracegrad.numpy.where (or tg.cond)."
+                "tracegrad.numpy.where."
             )
         return self.val
 

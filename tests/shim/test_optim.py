@@ -1,6 +1,6 @@
 """tracegrad.torch.optim against torch.optim: 20 training steps of the same small model on the same
-data in float64 end at the same parameters (1e-12 relative) for every option of SGD, Adam and
-AdamW; groups, state dicts, zero_grad, closures, versions and messages."""
+data in float64 end at the same parameters (1e-12 relative) for every option of SGD, RMSprop,
+Adam and AdamW; groups, state dicts, zero_grad, closures, versions and messages."""
 
 from __future__ import annotations
 
@@ -89,6 +89,16 @@ ADAM_OPTIONS = [
 ]
 
 
+RMSPROP_OPTIONS = [
+    {},
+    {"lr": 0.005, "alpha": 0.9},
+    {"lr": 0.005, "momentum": 0.9},
+    {"lr": 0.005, "centered": True},
+    {"lr": 0.005, "centered": True, "momentum": 0.5, "weight_decay": 0.1},
+    {"lr": 0.005, "eps": 1e-3, "maximize": True},
+]
+
+
 @pytest.mark.parametrize("options", SGD_OPTIONS, ids=str)
 def test_sgd_matches_torch_over_20_steps(torch, options):
     ours, theirs = build(tt), build(torch)
@@ -120,6 +130,37 @@ def test_adam_and_adamw_match_torch_over_20_steps(torch, name, options):
         for k, v in state[i].items():
             np.testing.assert_allclose(v.numpy(), t_state[i][k].numpy(), rtol=1e-12, atol=0)
             assert v.dtype.name == str(t_state[i][k].dtype).removeprefix("torch.")
+
+
+@pytest.mark.parametrize("options", RMSPROP_OPTIONS, ids=str)
+def test_rmsprop_matches_torch_over_20_steps(torch, options):
+    ours, theirs = build(tt), build(torch)
+    data = batches()
+    opt = optim.RMSprop(ours.parameters(), **options)
+    t_opt = torch.optim.RMSprop(theirs.parameters(), **options)
+    losses = train(tt, ours, opt, data)
+    t_losses = train(torch, theirs, t_opt, data)
+    assert_params_equal(ours, theirs)
+    np.testing.assert_allclose(losses, t_losses, rtol=1e-12)
+    state, t_state = opt.state_dict()["state"], t_opt.state_dict()["state"]
+    for i in t_state:
+        assert state[i].keys() == t_state[i].keys()
+        for k, v in state[i].items():
+            np.testing.assert_allclose(v.numpy(), t_state[i][k].numpy(), rtol=1e-12, atol=0)
+            assert v.dtype.name == str(t_state[i][k].dtype).removeprefix("torch.")
+    assert repr(opt) == repr(t_opt)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"lr": -1.0}, {"eps": -1.0}, {"momentum": -0.5}, {"weight_decay": -0.1}, {"alpha": -0.1}],
+    ids=str,
+)
+def test_rmsprop_argument_errors_match_torch(torch, kwargs):
+    assert_same_error(
+        lambda: optim.RMSprop(build(tt).parameters(), **kwargs),
+        lambda: torch.optim.RMSprop(build(torch).parameters(), **kwargs),
+    )
 
 
 def test_param_groups_with_their_own_options(torch):
@@ -358,7 +399,7 @@ def test_unsupported_options_say_so():
         optim.Adam([p], capturable=True)
 
 
-# -- the tensor methods behind PyTorch's optimizers (torch_ops), bit for bit --------------------
+# -- the tensor methods behind PyTorch's optimizers (tracegrad.torch.ops), bit for bit ----------
 
 
 def test_addcdiv_rounds_as_torch(torch):

@@ -224,6 +224,7 @@ class Graph:
         return call_graph(self, args, kwargs)
 
     def __str__(self) -> str:
+        # The printer reads graphs, nodes and edges from this module: it prints like a program.
         from tracegrad.ir.printing import format_graph
 
         return format_graph(self)

@@ -7,6 +7,10 @@ derivative per operand: its jvp sums the tangents times the partials, and its vj
 rule per operand, so a constant operand's cotangent is never computed. Cotangents of
 broadcast operands are summed back with `unbroadcast`. Ties of `maximum`/`minimum` split the
 gradient evenly between equal inputs, as JAX does.
+
+Over 600 lines: one family of some fifty primitives, one short block each, sharing the
+derivative table and the unary/binary constructors; split, every module would import the
+other's constructors and the cheat sheet would be in two places.
 """
 
 from __future__ import annotations

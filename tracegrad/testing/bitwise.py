@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracegrad import tree
+from tracegrad.api.jit import make_graph
+
 
 def run_numpy(program, args):
     """The program run as plain NumPy (the oracle)."""
@@ -15,10 +18,8 @@ def run_numpy(program, args):
 
 def run_traced(program, args):
     """The program traced with `tracegrad.make_graph` and run by the interpreter."""
-    import tracegrad
-
     fn = getattr(program, "fn", program)
-    graph = tracegrad.make_graph(fn)(*args)
+    graph = make_graph(fn)(*args)
     return graph(*args)
 
 
@@ -38,8 +39,6 @@ def assert_bitwise_equal(actual, expected, err_msg: str = "", *, nan_payloads: b
     (`a + b` on NumPy scalars) and its array path (`np.add`) keep different ones, so code that
     may take either (the code generator writes 0-d arithmetic as operators) agrees on every
     bit except which NaN survives."""
-    from tracegrad import tree
-
     prefix = f"{err_msg}: " if err_msg else ""
     a_leaves, a_tree = tree.flatten(actual)
     e_leaves, e_tree = tree.flatten(expected)

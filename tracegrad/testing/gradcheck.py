@@ -10,6 +10,10 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
+from tracegrad import tree
+from tracegrad.api.forward import jvp
+from tracegrad.api.reverse import vjp
+
 # eps and tolerances by the least precise float dtype in play. The stencil below is 4th order,
 # so eps can be large enough that float32 rounding stays small: 2**-6 -> error ~ 1e-5 * |f|.
 _DEFAULT_EPS = {
@@ -65,8 +69,6 @@ def numerical_jvp(f: Callable, args: Sequence, tangents: Sequence, eps: float | 
     stencil, so the result is a pytree like `f`'s output, of float64 arrays. `eps` defaults
     to 2**-10 for float64 arguments and 2**-6 when a float32 argument is present.
     """
-    from tracegrad import tree
-
     leaves, treedef = tree.flatten(tuple(args))
     t_leaves, _ = tree.flatten(tuple(tangents))
     if len(t_leaves) != len(leaves):
@@ -150,8 +152,6 @@ def check_grads(
     Raises:
       AssertionError naming the order, the mode, the argument and the worst element.
     """
-    from tracegrad import tree
-
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     bad = [m for m in modes if m not in ("fwd", "rev")]
     if bad or not modes:
@@ -181,8 +181,6 @@ def check_grads(
 
 
 def _arg_of_leaf(args, k):
-    from tracegrad import tree
-
     start = 0
     for i, a in enumerate(args):
         n = len(tree.leaves(a))
@@ -218,12 +216,10 @@ def _eval(fn, primals):
 
 def _rev_derivative(fn, primals, settings):
     """x -> vjp(fn, x)(u) for a fixed random u: its derivative is fn's second derivative."""
-    import tracegrad
-
     us = [settings.direction(o) for o in _eval(fn, primals)]
 
     def grad_fn(*xs):
-        _, vjp_fn = tracegrad.vjp(fn, *xs)
+        _, vjp_fn = vjp(fn, *xs)
         cts = vjp_fn(us)
         return [_zeros_like(x) if c is None else c for x, c in zip(xs, cts)]
 
@@ -232,13 +228,10 @@ def _rev_derivative(fn, primals, settings):
 
 def _fwd_derivative(fn, primals, settings):
     """x -> (fn(x), jvp(fn, x, v)) for a fixed random v."""
-    import tracegrad
-    from tracegrad import tree
-
     vs = [settings.direction(x) for x in primals]
 
     def jvp_fn(*xs):
-        out, t_out = tracegrad.jvp(fn, tuple(xs), tuple(vs))
+        out, t_out = jvp(fn, tuple(xs), tuple(vs))
         out = tree.leaves(out)
         t_out = [t for t in (t_out if isinstance(t_out, list | tuple) else [t_out])]
         t_out = [_zeros_like(o) if t is None else t for o, t in zip(out, t_out)]
@@ -258,8 +251,6 @@ def _fail(path, label, x, lines, eps, atol, rtol):
 
 
 def _check_primal(out_ad, expected, path, atol, rtol):
-    from tracegrad import tree
-
     got = [np.asarray(o) for o in tree.leaves(out_ad)]
     if len(got) != len(expected) or any(
         g.shape != e.shape or not np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
@@ -278,11 +269,9 @@ def _scale(*arrays) -> float:
 
 
 def _check_rev(fn, primals, labels, path, settings):
-    import tracegrad
-
     out = _eval(fn, primals)
     eps, atol, rtol = settings.resolve(list(primals) + out)
-    out_ad, vjp_fn = tracegrad.vjp(fn, *primals)
+    out_ad, vjp_fn = vjp(fn, *primals)
     _check_primal(out_ad, out, path, atol, rtol)
     us = [settings.direction(o) for o in out]
     cts = vjp_fn(us)
@@ -362,14 +351,12 @@ def _locate_rev(fn, primals, i, us, ct, eps, atol, rtol, scale) -> str:
 
 
 def _check_fwd(fn, primals, labels, path, settings):
-    import tracegrad
-
     out = _eval(fn, primals)
     eps, atol, rtol = settings.resolve(list(primals) + out)
     for i, x in enumerate(primals):
         v = settings.direction(x)
         tangents = tuple(v if j == i else _zeros_like(p) for j, p in enumerate(primals))
-        out_ad, t_out = tracegrad.jvp(fn, tuple(primals), tangents)
+        out_ad, t_out = jvp(fn, tuple(primals), tangents)
         _check_primal(out_ad, out, path, atol, rtol)
         t_out = list(t_out) if isinstance(t_out, list | tuple) else [t_out]
         if len(t_out) != len(out):

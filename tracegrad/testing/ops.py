@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 
+import tracegrad.numpy as tnp
 from tracegrad.testing.operands import (
     _array_index,
     _basic_index,
@@ -312,6 +313,4 @@ assert len(_BY_NAME) == len(OPS), "two rows of OPS share a name"
 def available_ops(*, smooth: bool = False) -> list[str]:
     """Names of the rows whose functions `tracegrad.numpy` exports now (smooth ones only if
     `smooth`)."""
-    import tracegrad.numpy as tnp
-
     return [op.name for op in OPS if op.available(tnp) and (op.smooth or not smooth)]

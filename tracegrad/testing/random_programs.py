@@ -12,6 +12,8 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
+import tracegrad.numpy as tnp
+from tracegrad.ir.types import Aval
 from tracegrad.testing.gradcheck import _DEFAULT_TOL
 from tracegrad.testing.operands import _MAX_SIZE, _try
 from tracegrad.testing.ops import _BY_NAME, OPS
@@ -121,8 +123,6 @@ class Program:
 
     @property
     def avals(self):
-        from tracegrad.ir.types import Aval
-
         return [Aval(s.shape, s.dtype) for s in self.inputs]
 
     def inputs_strategy(self):
@@ -244,8 +244,6 @@ def programs(
     """
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
-
-    import tracegrad.numpy as tnp
 
     if ops is None:
         rows = [op for op in OPS if op.available(tnp)]

@@ -12,9 +12,9 @@ The parts, bottom up: `grad_mode`, `hooks`, `tensor` (the class), `graph` (the r
 (PyTorch's functions), `methods` (the tensor methods built from them), `nn`, `optim`.
 """
 
-import numpy as np
-
 from tracegrad.torch import autograd, nn, ops, optim
+from tracegrad.torch.dtypes import *  # noqa: F403 - the dtype names, listed in dtypes.DTYPES
+from tracegrad.torch.dtypes import DTYPES, get_default_dtype, set_default_dtype
 from tracegrad.torch.grad_mode import (
     detect_anomaly,
     enable_grad,
@@ -27,35 +27,7 @@ from tracegrad.torch.grad_mode import (
     set_grad_enabled,
 )
 from tracegrad.torch.ops import *  # noqa: F403 - PyTorch's functions, listed in ops.__all__
-from tracegrad.torch.tensor import Tensor, get_default_dtype, set_default_dtype, tensor
-
-# dtypes under PyTorch's names (NumPy dtypes: `t.dtype == torch.float32` holds)
-float16, float32, float64 = (np.dtype(t) for t in ("float16", "float32", "float64"))
-half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's names
-int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
-uint8, bool = np.dtype("uint8"), np.dtype("bool")  # noqa: A001
-short, int, long = int16, int32, int64  # noqa: A001
-complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
-
-DTYPES = (
-    "float16",
-    "float32",
-    "float64",
-    "half",
-    "float",
-    "double",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "bool",
-    "short",
-    "int",
-    "long",
-    "complex64",
-    "complex128",
-)
+from tracegrad.torch.tensor import Tensor, tensor
 
 __all__ = [
     "Tensor",

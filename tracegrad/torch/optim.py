@@ -1,11 +1,11 @@
-"""`tracegrad.torch.optim`: PyTorch's `SGD`, `Adam` and `AdamW` over tracegrad tensors.
+"""`tracegrad.torch.optim`: PyTorch's `SGD`, `RMSprop`, `Adam` and `AdamW` over tensors.
 
 The updates are PyTorch's single-tensor ("for-loop") algorithms, operation for operation
-(torch/optim/sgd.py and adam.py), written with in-place tensor methods under `no_grad`: each
-rebinds the parameter to a new array and bumps its version, so a graph that saved the old
-value raises PyTorch's version error rather than reading a changed one. Parameter groups,
-`state` keyed by parameter, `state_dict()`/`load_state_dict()` and the argument checks and
-messages follow `torch.optim.Optimizer`.
+(torch/optim/sgd.py, rmsprop.py and adam.py), written with in-place tensor methods under
+`no_grad`: each rebinds the parameter to a new array and bumps its version, so a graph that
+saved the old value raises PyTorch's version error rather than reading a changed one.
+Parameter groups, `state` keyed by parameter, `state_dict()`/`load_state_dict()` and the
+argument checks and messages follow `torch.optim.Optimizer`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from itertools import chain
 
 import numpy as np
 
+from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.grad_mode import enable_grad, no_grad
 from tracegrad.torch.ops import maximum, zeros_like
-from tracegrad.torch.tensor import Tensor, get_default_dtype, tensor
+from tracegrad.torch.tensor import Tensor, tensor
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSprop"]
 
 
 class _RequiredParameter:
@@ -314,6 +315,91 @@ class SGD(Optimizer):
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if nesterov else buf
             p.add_(grad, alpha=-lr)
+
+
+# -- RMSprop -----------------------------------------------------------------------------------
+
+
+class RMSprop(Optimizer):
+    """RMSprop with PyTorch's `alpha` (the smoothing of the squared gradient), `eps` added
+    after the square root, `centered`, `momentum`, L2 `weight_decay` and `maximize`."""
+
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.99,
+        eps=1e-8,
+        weight_decay=0,
+        momentum=0,
+        centered=False,
+        capturable=False,
+        foreach=None,
+        maximize=False,
+        differentiable=False,
+    ):
+        _check_lr(lr)
+        for what, value in (
+            ("epsilon", eps),
+            ("momentum", momentum),
+            ("weight_decay", weight_decay),
+            ("alpha", alpha),
+        ):
+            if not 0.0 <= value:
+                raise ValueError(f"Invalid {what} value: {value}")
+        _check_unsupported(differentiable, None, capturable)
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "alpha": alpha,
+            "eps": eps,
+            "centered": centered,
+            "weight_decay": weight_decay,
+            "capturable": capturable,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def _state(self, p, group) -> dict:
+        state = self.state[p]
+        if not state:
+            scalar = np.float64 if get_default_dtype() == np.float64 else np.float32
+            state["step"] = tensor(0.0, dtype=scalar)
+            state["square_avg"] = zeros_like(p)
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = zeros_like(p)
+            if group["centered"]:
+                state["grad_avg"] = zeros_like(p)
+        return state
+
+    def _update_group(self, group) -> None:
+        lr = _scalar(group["lr"])
+        alpha, eps, wd = group["alpha"], group["eps"], group["weight_decay"]
+        momentum = group["momentum"]
+        for p in _params_with_grad(group):
+            grad = p.grad if not group["maximize"] else -p.grad
+            state = self._state(p, group)
+            state["step"].add_(1)
+            if wd != 0:
+                grad = grad.add(p, alpha=wd)
+            square_avg = state["square_avg"]
+            # addcmul_(grad, grad, value=1 - alpha): value * grad * grad, left to right
+            square_avg.mul_(alpha).add_(grad.mul(1 - alpha).mul(grad))
+            if group["centered"]:
+                grad_avg = _lerp_(state["grad_avg"], grad, 1 - alpha)
+                avg = square_avg.sub(grad_avg.mul(grad_avg)).sqrt_()
+            else:
+                avg = square_avg.sqrt()
+            avg = avg.add_(eps)
+            if momentum > 0:
+                buf = state["momentum_buffer"]
+                buf.mul_(momentum).add_(grad.div(avg))
+                p.add_(buf, alpha=-lr)
+            else:
+                # addcdiv_(grad, avg, value=-lr): value * grad / avg, then add
+                p.add_(grad.mul(-lr).div(avg))
 
 
 # -- Adam and AdamW ----------------------------------------------------------------------------

@@ -5,8 +5,9 @@ storage and the version counter) and, once an operation that requires grad produ
 `GradFn` of that operation. Operations run eagerly through the same primitives as everything
 else: `bind` hands any call with a tensor argument to `record` (`recording.py`), which runs
 the primitive's NumPy implementation and, in grad mode with an input that requires grad,
-builds the IR node and its `GradFn` (DESIGN.md §6). Tensor methods and operators follow PyTorch
-(`tracegrad/torch_ops/` adds them); NumPy functions on tensors follow NumPy.
+builds the IR node and its `GradFn` (DESIGN.md §6). Tensor methods and operators follow PyTorch:
+the class declares them all, and `methods.py` implements them from `ops/` (each declaration
+takes its implementation on first use); NumPy functions on tensors follow NumPy.
 
 Arrays are never written in place: an in-place method computes a new array and rebinds the
 cell to it, bumping the version. Every array a tensor holds is read-only, so a value a graph
@@ -23,30 +24,12 @@ import numpy as np
 
 from tracegrad.core import Boxed, _numpy_dispatch  # NumPy functions on tensors follow NumPy
 from tracegrad.primitives.elementwise import astype
+from tracegrad.torch.dtypes import _default_complex, get_default_dtype
 from tracegrad.torch.grad_mode import _enabled
 from tracegrad.torch.hooks import RemovableHandle
 
 if TYPE_CHECKING:  # annotations only: the node classes build on this module
     from tracegrad.torch.graph import GradFn
-
-_default_dtype = np.dtype(np.float32)
-
-
-def set_default_dtype(dtype) -> None:
-    """The dtype Python floats become (float32 unless changed, as in PyTorch)."""
-    global _default_dtype
-    dtype = np.dtype(dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"only floating-point types are supported as the default type, got {dtype}")
-    _default_dtype = dtype
-
-
-def get_default_dtype() -> np.dtype:
-    return _default_dtype
-
-
-def _default_complex() -> np.dtype:
-    return np.dtype(np.complex64 if _default_dtype == np.float32 else np.complex128)
 
 
 def _format(value: np.ndarray) -> str:
@@ -374,7 +357,7 @@ class Tensor(Boxed):
         extras = []
         if value.size == 0 and value.ndim != 1:
             extras.append(f"size={value.shape}")
-        defaults = (_default_dtype, np.dtype(np.int64), np.dtype(np.bool_), _default_complex())
+        defaults = (get_default_dtype(), np.dtype(np.int64), np.dtype(np.bool_), _default_complex())
         if value.dtype not in defaults:
             extras.append(f"dtype={value.dtype.name}")
         if self._grad_fn is not None:
@@ -557,8 +540,8 @@ def _as_array(data, dtype) -> np.ndarray:
         return np.array(data)
     value = np.array(data)
     if value.dtype == np.float64:
-        value = value.astype(_default_dtype)
-    elif value.dtype == np.complex128 and _default_dtype == np.float32:
+        value = value.astype(get_default_dtype())
+    elif value.dtype == np.complex128 and get_default_dtype() == np.float32:
         value = value.astype(np.complex64)
     elif value.dtype.kind not in "biufc":
         raise TypeError(

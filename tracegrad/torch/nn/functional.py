@@ -15,10 +15,11 @@ import warnings
 import numpy as np
 
 from tracegrad.torch import ops
+from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.ops import creation
 from tracegrad.torch.ops.conventions import _named
 from tracegrad.torch.ops.inplace import rebind
-from tracegrad.torch.tensor import Tensor, get_default_dtype
+from tracegrad.torch.tensor import Tensor
 
 __all__ = [
     "cross_entropy",

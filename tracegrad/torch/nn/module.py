@@ -13,8 +13,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.grad_mode import no_grad
-from tracegrad.torch.tensor import Tensor, _Cell, _readonly, get_default_dtype
+from tracegrad.torch.tensor import Tensor, _Cell, _readonly
 
 
 class Parameter(Tensor):

@@ -16,11 +16,12 @@ from tracegrad import numpy as tnp
 from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import products
+from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.ops.comparisons import gt, lt
 from tracegrad.torch.ops.conventions import _as_tensor, _named
 from tracegrad.torch.ops.promotion import _apply, _binary, _cast, result_type
 from tracegrad.torch.ops.shapes import clone, unsqueeze
-from tracegrad.torch.tensor import Tensor, get_default_dtype
+from tracegrad.torch.tensor import Tensor
 
 
 def add(input, other, *, alpha=1):

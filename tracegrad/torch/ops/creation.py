@@ -12,9 +12,10 @@ import builtins
 
 import numpy as np
 
+from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.ops.conventions import _shape_args
 from tracegrad.torch.ops.promotion import result_type
-from tracegrad.torch.tensor import _FACTORY_FLAG, Tensor, _check_device, get_default_dtype, tensor
+from tracegrad.torch.tensor import _FACTORY_FLAG, Tensor, _check_device, tensor
 
 _rng = np.random.default_rng()
 

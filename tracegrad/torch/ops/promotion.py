@@ -14,8 +14,9 @@ import numpy as np
 
 from tracegrad.core import _current_trace, bind
 from tracegrad.primitives import elementwise as ew
+from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.recording import record
-from tracegrad.torch.tensor import Tensor, get_default_dtype
+from tracegrad.torch.tensor import Tensor
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 

@@ -1,166 +1,45 @@
-"""Simplification: graph -> graph passes that keep every result bit for bit.
+"""The rewriting sweep (`_Pass`) and the identity rules it applies.
 
-`dce` drops nodes no output reads; `cse` shares nodes equal on `(prim, inputs, params)`;
-`fold_constants` evaluates nodes whose inputs are all constants; `identities` applies
-algebraic identities; `simplify` runs them together to a fixed point. Each pass is one loop
-over the nodes in topological order (no recursion, O(n)); unchanged nodes are reused, and a
-pass that changes nothing returns its argument itself.
-
-What "bit for bit" takes here (DESIGN.md §2: a simplified program gives exactly NumPy's bits):
-
-- A replacement value has exactly the aval of the value it replaces (shape, dtype and weak
-  type), so promotion downstream is unchanged.
-- Signed zeros are values: `x + 0.0` is not `x` (`-0.0 + 0.0 == 0.0`), `x + (-0.0)` and
-  `x - 0.0` are. `x * 0` is never folded (inf and nan). NumPy's `sum` turns `-0.0` into `0.0`
-  even over a size-1 axis, so only integer sums over size-1 axes become reshapes.
-- Memory layout is part of the result: NumPy reduces and multiplies in memory order, so
-  `np.sum(x.T)` and `np.sum(np.ascontiguousarray(x.T))` differ in the last bits. A rewrite that
-  swaps a fresh array for an existing one (`x * 1 -> x`) is applied only where both have the
-  same strides: `x` known C-contiguous (or dense, with scalar partners), or of size <= 1. A
-  static analysis tracks that from each primitive's declared `layout` (`tracegrad.ir.layout`:
-  C order, dense, any); graph inputs may have any layout unless the caller promises
-  C-contiguous arguments (`contiguous_inputs=True`).
-  View-to-view rewrites (transpose of transpose, reshape or broadcast_to to the same shape)
-  give identical views and need no condition; reshape of reshape needs a C-contiguous base.
-- `x ** 2 -> x * x` only for the dtypes where NumPy's power gives the bits of `x * x`
-  (checked once per dtype on special and random values), and `x ** 1 -> x` likewise.
-- Two rewrites may change which NaN a NaN result carries (never whether it is NaN): CSE
-  shares `a + b` with `b + a` (primitives declared `commutative`), which differ only when both
-  operands are NaN with different payloads; `x * 1 -> x` keeps a quiet NaN but not a
-  signalling one.
-- A fresh output is never replaced by a graph input or constant (callers may write to it).
-- Folding runs the primitive's own `impl` with floating-point errors raised: a node whose
-  evaluation warns stays a node, so the warning still happens at run time. It does not fold
-  into arrays much larger than its inputs (a broadcast of a scalar stays a `broadcast_to`).
-
-Sub-graphs are never entered: a node whose params hold a `Graph` (custom rules, control flow,
-and `checkpoint` once it exists) is opaque to every pass, and so is any primitive listed in
-`BARRIER_PRIMITIVES` (where `checkpoint_p` belongs): nothing is folded into it, rewritten
-through it or shared across it.
+They share a module because each needs the other: the sweep looks rules up in `_RULES`, and
+every rule queries the sweep (`const_fact`, `copy_ok`, `is_c`, `make`); apart, they would
+need an import cycle. Besides the rules, the sweep folds constants (with `constants`), shares
+equal nodes (CSE) and tracks the memory layout of each value, which decides whether a rule
+may hand back an existing array in place of a fresh one.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-import struct
-import warnings
-
 import numpy as np
 
-from tracegrad import config
 from tracegrad.ir import layout as lay
-from tracegrad.ir.graph import Edge, Graph, Node, Params, const_node, const_p, with_consts
+from tracegrad.ir.graph import Edge, Graph, Node, Params, const_p, with_consts
 from tracegrad.ir.types import Aval
-from tracegrad.ir.verify import expected_avals, verify
+from tracegrad.ir.verify import expected_avals
 from tracegrad.primitives import broadcasting as bc
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import views
+from tracegrad.transforms.simplify.constants import (
+    _as_const,
+    _const_key,
+    _evaluate,
+    _footprint,
+    _is_integer_zero,
+    _is_negative_zero,
+    _is_one,
+    _is_positive_zero,
+    _is_two,
+    _params_key,
+)
+from tracegrad.transforms.simplify.graphs import _is_barrier, _live, _rebuild
+from tracegrad.transforms.simplify.powers import _pow_is_exact
 
-__all__ = [
-    "BARRIER_PRIMITIVES",
-    "cse",
-    "dce",
-    "fold_constants",
-    "identities",
-    "simplify",
-]
-
-# Primitives no pass looks into or across (a `checkpoint` region: its residuals must be
-# recomputed, not shared with the outside). `checkpoint_p` is to be added here when it lands.
-BARRIER_PRIMITIVES: set = set()
-
-MAX_ROUNDS = 8
 # Folding limits: a folded result may have up to this many elements regardless of its inputs,
 # and otherwise at most _FOLD_GROWTH times the elements its inputs hold in memory.
 _FOLD_MIN_SIZE = 64
 _FOLD_GROWTH = 2
 
-# Layout classes of a value at run time (see the module docstring and tracegrad.ir.layout).
+# Layout classes of a value at run time (see the package docstring and tracegrad.ir.layout).
 _C, _DENSE, _ANY = lay.C_ORDER, lay.DENSE, lay.ANY
-
-
-# -- public passes --------------------------------------------------------------------------
-
-
-def dce(graph: Graph) -> Graph:
-    """`graph` without the nodes no output depends on."""
-    outputs = graph.outputs
-    nodes = with_consts(_live(graph.nodes, outputs), outputs)
-    if nodes == graph.nodes:
-        return graph
-    return _debug_verify(_rebuild(graph, outputs, nodes))
-
-
-def cse(graph: Graph, *, contiguous_inputs: bool = False) -> Graph:
-    """Common-subexpression elimination: one node per `(prim, inputs, params)`; constants
-    shared by value (scalars, bit for bit) or by identity (arrays of more than one element).
-    `contiguous_inputs`: see `simplify`."""
-    return _debug_verify(_Pass(graph, cse=True, c_inputs=contiguous_inputs).run())
-
-
-def fold_constants(graph: Graph) -> Graph:
-    """Nodes whose inputs are all constants, evaluated into constants (see the limits in the
-    module docstring)."""
-    return _debug_verify(_Pass(graph, fold=True).run())
-
-
-def identities(graph: Graph, *, contiguous_inputs: bool = False) -> Graph:
-    """Algebraic identities that keep results and dtypes bit for bit: `x*1`, `x/1`,
-    `x + (-0.0)`, `x - 0.0`, `x**1`, `x**2 -> x*x`, `--x`, transpose of transpose, reshape of
-    reshape, reshape/broadcast_to/astype to what the value already is, integer sums over
-    size-1 axes. `contiguous_inputs`: see `simplify`."""
-    return _debug_verify(_Pass(graph, rules=True, c_inputs=contiguous_inputs).run())
-
-
-def simplify(
-    graph: Graph, *, contiguous_inputs: bool = False, max_rounds: int = MAX_ROUNDS
-) -> Graph:
-    """All passes together, repeated until nothing changes (at most `max_rounds` times).
-
-    With `contiguous_inputs=True` the result is exact only when every array argument is
-    C-contiguous at run time (a caller such as `jit` can check `flags.c_contiguous` per call
-    and key its cache on it); it lets the rules that need a known layout fire on values
-    computed from the arguments. By default an argument may be any view.
-    """
-    for _ in range(max_rounds):
-        sweep = _Pass(graph, cse=True, fold=True, rules=True, c_inputs=contiguous_inputs)
-        graph = sweep.run()
-        # One sweep in topological order sees every node after its inputs were final, so only
-        # the nodes the rules created (say x*x for x**2) were not simplified themselves.
-        if not sweep.created:
-            break
-    return _debug_verify(graph)
-
-
-def _debug_verify(graph: Graph) -> Graph:
-    return verify(graph) if config.debug else graph
-
-
-def _rebuild(graph: Graph, outputs, nodes) -> Graph:
-    g = graph
-    return Graph(g.inputs, tuple(outputs), tuple(nodes), g.in_tree, g.out_tree, g.name)
-
-
-def _live(nodes, outputs) -> list[Node]:
-    """The nodes (in their order) that some output reads, by one backward sweep."""
-    live = {e.node for e in outputs}
-    keep = []
-    for node in reversed(nodes):
-        if node in live:
-            keep.append(node)
-            live.update(e.node for e in node.inputs)
-    keep.reverse()
-    return keep
-
-
-def _is_barrier(node: Node) -> bool:
-    if node.prim in BARRIER_PRIMITIVES:
-        return True
-    for v in node.params.values():
-        if isinstance(v, Graph) or (type(v) is tuple and any(isinstance(u, Graph) for u in v)):
-            return True
-    return False
 
 
 # -- the rewriting loop ---------------------------------------------------------------------
@@ -518,7 +397,7 @@ def _astype_rule(p: _Pass, node: Node, ins):
 
 
 def _sum_rule(p: _Pass, node: Node, ins):
-    # Integer sums are exact in any order; float sums turn -0.0 into 0.0 (module docstring).
+    # Integer sums are exact in any order; float sums turn -0.0 into 0.0 (package docstring).
     (x,) = ins
     out = node.out_avals[0]
     if _kind(out) not in "iu" or out.dtype != x.aval.dtype:
@@ -546,153 +425,3 @@ _RULES = {
     bc.broadcast_to_p: _broadcast_to_rule,
     bc.sum_p: _sum_rule,
 }
-
-# -- constants ------------------------------------------------------------------------------
-
-
-def _is_one(v) -> bool:
-    return bool(np.all(np.asarray(v) == 1))
-
-
-def _is_two(v) -> bool:
-    return bool(np.all(np.asarray(v) == 2))
-
-
-def _float_zero(v, negative: bool) -> bool:
-    a = np.asarray(v)
-    if a.dtype.kind != "f":
-        return False
-    return bool(np.all(a == 0) and np.all(np.signbit(a) == negative))
-
-
-def _is_negative_zero(v) -> bool:
-    """The additive identity of floats: every element is -0.0."""
-    return _float_zero(v, True)
-
-
-def _is_positive_zero(v) -> bool:
-    """What `x - c` may subtract from a float `x`: +0.0 (or an integer 0, cast to +0.0)."""
-    return _float_zero(v, False) or _is_integer_zero(v)
-
-
-def _is_integer_zero(v) -> bool:
-    a = np.asarray(v)
-    return a.dtype.kind in "iub" and bool(np.all(a == 0))
-
-
-def _const_key(v):
-    """Constants equal by this key are interchangeable: Python scalars by type and bits (so
-    0.0 and -0.0, or two NaN payloads, stay apart), arrays of one element by dtype, shape and
-    bytes, larger arrays by identity (never compared by value)."""
-    if isinstance(v, bool | int):
-        return (type(v), v)
-    if isinstance(v, float):
-        return (float, struct.pack("<d", v))
-    if isinstance(v, complex):
-        return (complex, struct.pack("<dd", v.real, v.imag))
-    if isinstance(v, np.ndarray) and v.size <= 1:
-        return ("array", v.dtype.str, v.shape, v.tobytes())
-    return ("id", id(v))  # the node holding `v` lives in the table, so the id is not reused
-
-
-def _params_key(params):
-    """`params` as a CSE key in which floats compare by bits (a `pad` with -0.0 is not one
-    with 0.0), or None when they are unhashable."""
-    if not params:
-        return ()
-    try:
-        return tuple((k, _bits_key(v)) for k, v in params.items())
-    except TypeError:
-        return None
-
-
-def _bits_key(v):
-    if type(v) is float:
-        return (float, struct.pack("<d", v))
-    if type(v) is tuple:
-        return tuple(_bits_key(u) for u in v)
-    hash(v)  # raises TypeError for what cannot be a key
-    return v
-
-
-def _footprint(v) -> int:
-    """Elements an input holds in memory (a broadcast view holds only its distinct ones)."""
-    if not isinstance(v, np.ndarray):
-        return 1
-    return math.prod(d for d, s in zip(v.shape, v.strides) if s != 0)
-
-
-def _evaluate(prim, vals, params):
-    """`prim.impl(*vals, **params)`, or None if it raises or warns (then it stays a node,
-    and the warning or error happens at run time as it would without simplification)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            with np.errstate(all="raise"):
-                return prim.impl(*vals, **params)
-    except Exception:  # noqa: BLE001 - any failure means "do not fold"
-        return None
-
-
-def _as_const(v, aval: Aval) -> Node | None:
-    """A const node holding `v` with exactly `aval`, or None. A weak 0-d value is a Python
-    scalar (as `tracegrad.core._weak_value` keeps it); a strong one a read-only 0-d array.
-    Arrays keep their strides (no copy): layout is part of the result."""
-    if aval.weak_type and not aval.shape:
-        if isinstance(v, np.ndarray | np.generic):
-            v = v.item()
-    elif isinstance(v, np.generic):
-        v = np.asarray(v)
-    if isinstance(v, np.ndarray) and v.flags.writeable:
-        try:
-            v.flags.writeable = False
-        except ValueError:
-            return None
-    if not isinstance(v, np.ndarray | bool | int | float | complex):
-        return None
-    node = const_node(v)
-    return node if node.out_avals == (aval,) else None
-
-
-# -- x ** 2 == x * x, x ** 1 == x: checked once per dtype ---------------------------------------
-
-
-@functools.cache
-def _pow_is_exact(dtype: np.dtype) -> bool:
-    """Whether `np.power(x, 2)` has the bits of `x * x`, and `np.power(x, 1)` those of `x`,
-    for this dtype (exponents given as Python scalars or 0-d arrays), on special values and
-    random bit patterns, for arrays and NumPy scalars."""
-    dtype = np.dtype(dtype)
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        return False
-    x = _probe_values(dtype)
-    with np.errstate(all="ignore"):
-        for e2, e1 in ((2, 1), (2.0, 1.0), (np.asarray(2, dtype), np.asarray(1, dtype))):
-            if not _same_bits(np.power(x, e2), x * x) or not _same_bits(np.power(x, e1), x):
-                return False
-            small = list(x[:64]) + [x[i : i + 1] for i in range(64)] + list(map(np.asarray, x[:64]))
-            for s in small:
-                if not _same_bits(np.power(s, e2), s * s) or not _same_bits(np.power(s, e1), s):
-                    return False
-    return True
-
-
-def _probe_values(dtype: np.dtype) -> np.ndarray:
-    fi = np.finfo(dtype)
-    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, 0.5, 3.0]
-    specials += [fi.tiny, -fi.tiny, fi.smallest_subnormal, -fi.smallest_subnormal, fi.max]
-    specials += [-fi.max, np.sqrt(fi.max), np.sqrt(fi.tiny), fi.eps, 1 + fi.eps]
-    utype = np.dtype(f"u{dtype.itemsize}")
-    rng = np.random.default_rng(0)
-    bits = rng.integers(0, np.iinfo(utype).max, 4096, dtype=utype, endpoint=True)
-    normal = rng.standard_normal(1024) * 10.0 ** rng.integers(-30, 30, 1024)
-    with np.errstate(all="ignore"):
-        return np.concatenate([np.asarray(specials, dtype), bits.view(dtype), normal.astype(dtype)])
-
-
-def _same_bits(a, b) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    u = f"u{a.dtype.itemsize}"
-    return bool(np.array_equal(a.reshape(-1).view(u), b.reshape(-1).view(u)))

@@ -1,0 +1,211 @@
+"""Source generation: one line of NumPy per node, the `del`s, and the function around them.
+
+`_Generator` turns a graph into a `_Code` (the function in parts, so that `Compiled.export`
+can write it with another header) and `source` returns its text. Params become literals
+through `literals`, `out=` targets come from `buffers`; compiling and loading the text is left
+to `compiled`, so the text can be read and tested without executing it.
+"""
+
+from __future__ import annotations
+
+import keyword
+import reprlib
+
+import attrs
+
+from tracegrad.codegen.buffers import _plan_buffers, _plan_donations
+from tracegrad.codegen.literals import _param_text, _Params, _scalar_text
+from tracegrad.ir.analysis import free_schedule
+from tracegrad.ir.graph import Edge, Graph, Node, arg_p, const_p
+from tracegrad.ir.printing import identifier, node_names
+
+# -- generation -------------------------------------------------------------------------------
+
+
+def _convert(kind: str) -> str:
+    # a weak 0-d result stands for a Python scalar (NEP 50 promotion), as in the interpreter
+    return {"b": "bool", "i": "int", "u": "int", "c": "complex"}.get(kind, "float")
+
+
+def _function_name(graph: Graph) -> str:
+    name = "f_" + identifier(graph.name, "graph")
+    return name if name.isidentifier() and not keyword.iskeyword(name) else "f_graph"
+
+
+@attrs.frozen
+class _Code:
+    """The generated function in parts, so `export` can write it with another header."""
+
+    name: str
+    comment: str
+    input_names: tuple[str, ...]
+    const_names: tuple[str, ...]
+    const_values: tuple
+    body: tuple[str, ...]
+    reused: int = 0
+
+    def text(self, params: list[str] | None = None) -> str:
+        if params is None:
+            params = list(self.input_names) + list(self.const_names)
+        lines = [self.comment, f"def {self.name}({', '.join(params)}):", *self.body]
+        return "\n".join(lines) + "\n"
+
+
+class _Generator:
+    def __init__(self, graph: Graph, reuse_buffers: bool, donated: frozenset[int] = frozenset()):
+        self.graph = graph
+        # one-element values are never reused (see _plan_buffers): skip planning for graphs
+        # of scalars, where it would be pure cost
+        any_arrays = any(a.size > 1 for n in graph.nodes for a in n.out_avals)
+        self.plan = _plan_buffers(graph) if reuse_buffers and any_arrays else {}
+        for node, arg in _plan_donations(graph, donated).items():
+            self.plan.setdefault(node, arg)
+        self.names = node_names(graph)
+        self.inputs = {e.node for e in graph.inputs}
+        self.literals: dict[Node, str] = {}
+        self.const_args: dict[Node, str] = {}  # in order of first read
+        self.n_unnamed = 0
+        self.impls: dict = {}  # primitive without an emit rule -> the name its impl is passed as
+
+    def const_ref(self, node: Node) -> str:
+        text = self.literals.get(node) or self.const_args.get(node)
+        if text is not None:
+            return text
+        value = node.params["value"]
+        text = _scalar_text(value)
+        if text is not None:
+            self.literals[node] = text
+            return text
+        named = self.names.get(node)
+        if named is None:
+            named = (f"_c{self.n_unnamed}",)
+            self.n_unnamed += 1
+        self.const_args[node] = named[0]
+        return named[0]
+
+    def ref(self, e: Edge) -> str:
+        node = e.node
+        if node.prim is const_p and node not in self.inputs:
+            return self.const_ref(node)
+        if node.prim is arg_p and node not in self.inputs:
+            raise ValueError(
+                f"codegen: graph {self.graph.name!r} reads an input that is not among its "
+                "inputs; build it with Graph.from_outputs over its own inputs"
+            )
+        ns = self.names.get(node)
+        if ns is None or not 0 <= e.index < len(ns):
+            raise ValueError(
+                f"codegen: graph {self.graph.name!r} reads output {e.index} of a "
+                f"{node.prim.name} node that it never computes"
+            )
+        return ns[e.index]
+
+    def impl_call(self, prim, args, params) -> str:
+        """A call of `prim.impl`, passed in like an array constant, for a primitive without
+        an emit rule (a user's, from tracegrad.extend): the same function the interpreter
+        runs, with the params written as validated literals."""
+        name = self.impls.get(prim)
+        if name is None:
+            name = self.impls[prim] = f"_impl{len(self.impls)}"
+        kwargs = "".join(f", {k}={_param_text(v)}" for k, v in params.items())
+        return f"{name}({', '.join(args)}{kwargs})"
+
+    def node_line(self, node: Node) -> str:
+        prim = node.prim
+        targets = self.names[node]
+        checker = _Params(node, targets[0])
+        params = {k: checker.check(k, v) for k, v in node.params.items()}
+        args = [self.ref(e) for e in node.inputs]
+        buf = self.plan.get(node)
+        if buf is not None:  # a plain ufunc (see takes_out)
+            call = f"np.{prim.impl.__name__}({', '.join(args)}, out={self.names[buf][0]})"
+            return f"    {targets[0]} = {call}"
+        expr = _scalar_operator(node, args)
+        if expr is None:
+            if prim.emit is None:
+                expr = self.impl_call(prim, args, params)
+            else:
+                expr = prim.emit(*args, **params)
+        if not isinstance(expr, str) or "\n" in expr or "\r" in expr:
+            raise ValueError(
+                f"codegen: the emit rule of {prim.name} must return a one-line expression, "
+                f"got {reprlib.repr(expr)}"
+            )
+        if prim.multiple_results:
+            lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
+            return f"    {lhs} = {expr}"
+        aval = node.out_avals[0]
+        if aval.weak_type and not aval.shape:
+            expr = f"{_convert(aval.dtype.kind)}({expr})"
+        return f"    {targets[0]} = {expr}"
+
+    def generate(self) -> _Code:
+        graph = self.graph
+        input_names = [self.names[e.node][0] for e in graph.inputs]
+        if len(set(input_names)) != len(input_names):
+            raise ValueError(f"codegen: graph {graph.name!r} lists the same input twice")
+        body: list[str] = []
+        frees = free_schedule(graph)
+        reused = set(self.plan.values())  # their names go when their taker has run
+        for node, dead in zip(graph.nodes, frees):
+            if node.prim is const_p or node.prim is arg_p:
+                continue
+            body.append(self.node_line(node))
+            gone = [
+                n
+                for d in dead
+                if d.prim is not const_p
+                and d.prim is not arg_p
+                and d not in self.inputs
+                and d not in reused
+                for n in self.names[d]
+            ]
+            if node in self.plan:
+                gone.append(self.names[self.plan[node]][0])
+            if gone:
+                body.append(f"    del {', '.join(gone)}")
+        outs = [self.ref(e) for e in graph.outputs]
+        body.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        raw = graph.name if isinstance(graph.name, str) else repr(graph.name)
+        return _Code(
+            name=_function_name(graph),
+            comment=f"# graph {ascii(raw)}",
+            input_names=tuple(input_names),
+            const_names=tuple(self.const_args.values()) + tuple(self.impls.values()),
+            const_values=tuple(n.params["value"] for n in self.const_args)
+            + tuple(p.impl for p in self.impls),
+            body=tuple(body),
+            reused=len(self.plan),
+        )
+
+
+def source(graph: Graph, reuse_buffers: bool = True) -> str:
+    """The Python text of `graph` as one NumPy function (what `compile_graph` compiles).
+
+    With `reuse_buffers`, ufuncs write into dead intermediates of their shape, dtype and
+    layout (`out=`); the results are the same bits either way.
+    """
+    return _Generator(graph, reuse_buffers).generate().text()
+
+
+# IEEE arithmetic on 0-d values written as Python operators (a primitive's `operator`):
+# NumPy's scalar fast path gives the same bits as the ufunc at a tenth of the cost (a ufunc
+# call on a NumPy scalar builds a 0-d array). Only where an operand is a NumPy value: two
+# Python scalars would do Python's own (unbounded-int) arithmetic, so weak-only operations
+# keep the ufunc.
+
+
+def _scalar_operator(node: Node, args: list[str]) -> str | None:
+    op = node.prim.operator
+    if op is None:
+        return None
+    aval = node.out_avals[0]
+    if aval.shape or aval.dtype.kind not in "fc":
+        return None
+    if len(args) == 1:
+        return f"({op}{args[0]})" if not node.inputs[0].aval.weak_type else None
+    if all(e.aval.weak_type for e in node.inputs):
+        return None
+    if any(e.aval.shape for e in node.inputs):
+        return None
+    return f"({args[0]} {op} {args[1]})"
