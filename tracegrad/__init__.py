@@ -26,36 +26,38 @@ from tracegrad.api import (
 from tracegrad.errors import ConcretizationError, EscapedTracerError
 from tracegrad.ir import Aval, Graph
 from tracegrad.testing import check_grads
-from tracegrad.torch import (  # the aliases listed in __all__; dtypes are NumPy dtypes
+from tracegrad.torch import (  # the tensor aliases listed in __all__
     Tensor,
     autograd,
-    bool,  # noqa: A004
-    complex64,
-    complex128,
-    double,
     enable_grad,
-    float,  # noqa: A004
-    float16,
-    float32,
-    float64,
     get_default_dtype,
-    half,
     inference_mode,
-    int,  # noqa: A004
-    int8,
-    int16,
-    int32,
-    int64,
     is_grad_enabled,
-    long,
     manual_seed,
     nn,
     no_grad,
     optim,
     set_default_dtype,
     set_grad_enabled,
-    short,
     tensor,
+)
+from tracegrad.torch.dtypes import (  # noqa: F401 - attributes only, see __all__
+    bool,  # noqa: A004
+    complex64,
+    complex128,
+    double,
+    float,  # noqa: A004
+    float16,
+    float32,
+    float64,
+    half,
+    int,  # noqa: A004
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    short,
     uint8,
 )
 
@@ -87,8 +89,9 @@ __all__ = [
     "vmap",
 ]
 
-# The tensor entry points kept here, as aliases of tracegrad.torch's, and the dtypes under
-# PyTorch's names (NumPy dtypes). Every other PyTorch-style name lives in tracegrad.torch only.
+# The tensor entry points kept here, as aliases of tracegrad.torch's. So are the dtypes under
+# PyTorch's names (NumPy dtypes), but not in __all__: `from tracegrad import *` must not replace
+# the builtins `int`, `float` and `bool`. Every other PyTorch-style name lives in tracegrad.torch.
 __all__ += [
     "tensor",
     "Tensor",
@@ -103,23 +106,6 @@ __all__ += [
     "manual_seed",
     "set_default_dtype",
     "get_default_dtype",
-    "float16",
-    "float32",
-    "float64",
-    "half",
-    "float",
-    "double",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "bool",
-    "short",
-    "int",
-    "long",
-    "complex64",
-    "complex128",
 ]
 
 

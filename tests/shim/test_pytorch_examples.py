@@ -132,51 +132,35 @@ for t in range(2000):
         print(t, loss.item())
     loss.backward()
     with torch.no_grad():
-        a -= learning_rate * a.grad
-        b -= learning_rate * b.grad
-        c -= learning_rate * c.grad
-        d -= learning_rate * d.grad
-        a.grad = None
-        b.grad = None
-        c.grad = None
-        d.grad = None
+        for weight in (a, b, c, d):
+            weight -= learning_rate * weight.grad
+            weight.grad = None
 
 print(f"Result: y = {a.item()} + {b.item()} * P3({c.item()} + {d.item()} x)")
 """
 
-OPTIM = """\
-import math
 
-import torch
+def _with_optimizer(program: str) -> str:
+    """The nn program with `torch.optim.RMSprop` doing the update (as the tutorial's next step
+    does): the loop's last lines become `zero_grad()`, `backward()`, `step()`."""
+    manual = (
+        "    model.zero_grad()\n"
+        "    loss.backward()\n"
+        "    with torch.no_grad():\n"
+        "        for param in model.parameters():\n"
+        "            param -= learning_rate * param.grad\n"
+    )
+    stepped = "    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()\n"
+    rate = "learning_rate = 1e-6\n"
+    optimizer = (
+        "learning_rate = 1e-3\n"
+        "optimizer = torch.optim.RMSprop(model.parameters(), lr=learning_rate)\n"
+    )
+    assert program.count(manual) == 1 and program.count(rate) == 1
+    return program.replace(manual, stepped).replace(rate, optimizer)
 
-x = torch.linspace(-math.pi, math.pi, 2000)
-y = torch.sin(x)
-p = torch.tensor([1, 2, 3])
-xx = x.unsqueeze(-1).pow(p)
 
-model = torch.nn.Sequential(
-    torch.nn.Linear(3, 1),
-    torch.nn.Flatten(0, 1),
-)
-loss_fn = torch.nn.MSELoss(reduction="sum")
-
-learning_rate = 1e-3
-optimizer = torch.optim.RMSprop(model.parameters(), lr=learning_rate)
-for t in range(2000):
-    y_pred = model(xx)
-    loss = loss_fn(y_pred, y)
-    if t % 100 == 99:
-        print(t, loss.item())
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-
-linear_layer = model[0]
-print(
-    f"Result: y = {linear_layer.bias.item()} + {linear_layer.weight[:, 0].item()} x + "
-    f"{linear_layer.weight[:, 1].item()} x^2 + {linear_layer.weight[:, 2].item()} x^3"
-)
-"""
+OPTIM = _with_optimizer(NN)
 
 
 def _run(source: str, *, ours: bool, capsys) -> dict:

@@ -28,18 +28,14 @@ import pytest
 
 import tracegrad as tg
 import tracegrad.torch as tt
-from tests.shim.torch_oracle import libraries, normalize_torch_message, values
+from tests.shim.torch_oracle import (
+    libraries,
+    normalize_torch_message,
+    torch_one_thread,  # noqa: F401 - the `torch` fixture
+    values,
+)
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def torch():
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield torch
-    torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True)

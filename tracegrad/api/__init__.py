@@ -12,21 +12,7 @@ from tracegrad.api.jacobians import hessian, jacfwd, jacrev
 from tracegrad.api.jit import CacheInfo, Jitted, Lowered, RetraceWarning, jit, make_graph
 from tracegrad.api.reverse import grad, stop_gradient, value_and_grad, vjp
 
-__all__ = [
-    "CacheInfo",
-    "Jitted",
-    "Lowered",
-    "RetraceWarning",
-    "grad",
-    "hessian",
-    "jacfwd",
-    "jacrev",
-    "jit",
-    "jvp",
-    "linearize",
-    "make_graph",
-    "stop_gradient",
-    "value_and_grad",
-    "vjp",
-    "vmap",
-]
+__all__ = ["grad", "stop_gradient", "value_and_grad", "vjp"]  # reverse
+__all__ += ["jvp", "linearize", "vmap"]  # forward, batching
+__all__ += ["hessian", "jacfwd", "jacrev"]  # jacobians
+__all__ += ["CacheInfo", "Jitted", "Lowered", "RetraceWarning", "jit", "make_graph"]  # jit

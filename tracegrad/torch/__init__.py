@@ -12,40 +12,22 @@ The parts, bottom up: `grad_mode`, `hooks`, `tensor` (the class), `graph` (the r
 (PyTorch's functions), `methods` (the tensor methods built from them), `nn`, `optim`.
 """
 
-from tracegrad.torch import autograd, nn, ops, optim
+from tracegrad.torch import autograd, grad_mode, nn, ops, optim
 from tracegrad.torch.dtypes import *  # noqa: F403 - the dtype names, listed in dtypes.DTYPES
 from tracegrad.torch.dtypes import DTYPES, get_default_dtype, set_default_dtype
-from tracegrad.torch.grad_mode import (
-    detect_anomaly,
-    enable_grad,
-    inference_mode,
-    is_anomaly_check_nan_enabled,
-    is_anomaly_enabled,
-    is_grad_enabled,
-    no_grad,
-    set_detect_anomaly,
-    set_grad_enabled,
-)
+from tracegrad.torch.grad_mode import *  # noqa: F403 - the grad modes, in grad_mode.__all__
 from tracegrad.torch.ops import *  # noqa: F403 - PyTorch's functions, listed in ops.__all__
 from tracegrad.torch.tensor import Tensor, tensor
 
 __all__ = [
     "Tensor",
     "autograd",
-    "detect_anomaly",
-    "enable_grad",
     "get_default_dtype",
-    "inference_mode",
-    "is_anomaly_check_nan_enabled",
-    "is_anomaly_enabled",
-    "is_grad_enabled",
     "nn",
-    "no_grad",
     "optim",
     "set_default_dtype",
-    "set_detect_anomaly",
-    "set_grad_enabled",
     "tensor",
+    *grad_mode.__all__,
     *ops.__all__,
     *DTYPES,
 ]

@@ -13,6 +13,19 @@ from contextvars import ContextVar
 _enabled: ContextVar[bool] = ContextVar("tracegrad_grad_enabled", default=True)
 
 
+__all__ = [
+    "detect_anomaly",
+    "enable_grad",
+    "inference_mode",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
+    "is_grad_enabled",
+    "no_grad",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]
+
+
 def is_grad_enabled() -> bool:
     return _enabled.get()
 
