@@ -79,6 +79,23 @@ def test_has_aux():
     assert aux == 2.0
 
 
+def test_jacfwd_with_aux_runs_the_function_once():
+    """As in JAX: the aux comes out of the same batched pass as the Jacobian (it does not
+    depend on the tangents), so `f` is not called again for it."""
+    calls = []
+
+    def f(x):
+        calls.append(x)
+        return np.sin(x) * 2.0, {"sum": np.sum(x), "cube": x**3}
+
+    x = np.array([0.5, -1.0, 2.0])
+    jac, aux = tg.jacfwd(f, has_aux=True)(x)
+    assert len(calls) == 1
+    np.testing.assert_allclose(jac, np.diag(2.0 * np.cos(x)), rtol=1e-15)
+    np.testing.assert_array_equal(aux["cube"], x**3)
+    assert aux["sum"] == np.sum(x) and aux["cube"].shape == (3,)
+
+
 def test_jacobian_errors():
     with pytest.raises(TypeError, match="argument 0 has dtype int64"):
         tg.jacrev(lambda x: x * 2)(np.arange(3))
