@@ -6,6 +6,7 @@ Run: python examples/quickstart.py
 import numpy as np
 
 import tracegrad as tg
+import tracegrad.torch as torch
 
 
 def loss(w, x, y):
@@ -50,12 +51,12 @@ print(step.lower(w, x, y).source)
 out, vjp_fn = tg.vjp(np.sin, np.array([0.0, 1.0]))
 print("\nvjp of sin at [0, 1] with cotangent 1:", vjp_fn(np.ones(2))[0])
 
-# The PyTorch-style front end: tensors record the same IR nodes as they run, and backward()
-# differentiates them with the same rules. Gradients accumulate into leaves' .grad.
-x = tg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+# The PyTorch-style front end, tracegrad.torch: tensors record the same IR nodes as they run,
+# and backward() differentiates them with the same rules. Gradients accumulate into .grad.
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
 y = (x * x).sin().sum()
 y.backward()
 expected = 2 * np.array([1.0, 2.0, 3.0]) * np.cos([1.0, 4.0, 9.0])
 print("\ntensor.backward(): y =", y, "\nx.grad =", x.grad, "; 2x cos(x^2) =", expected.round(4))
-g = tg.autograd.grad((x**3).sum(), x, create_graph=True)[0]  # a gradient with a grad_fn
-print("d/dx sum(x^3) =", g, "and its own gradient, sum(6x):", tg.autograd.grad(g.sum(), x)[0])
+g = torch.autograd.grad((x**3).sum(), x, create_graph=True)[0]  # a gradient with a grad_fn
+print("d/dx sum(x^3) =", g, "and its own gradient, sum(6x):", torch.autograd.grad(g.sum(), x)[0])
