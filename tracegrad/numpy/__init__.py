@@ -6,13 +6,28 @@ run NumPy itself and return the same values, bit for bit.
 """
 
 # ruff: noqa: F401, F403
-from tracegrad.numpy import _creation, _elementwise, _indexing, _linalg, _reductions, _shape
+from tracegrad.numpy import (
+    _calculus,
+    _creation,
+    _elementwise,
+    _indexing,
+    _linalg,
+    _logic,
+    _reductions,
+    _shape,
+    _sorting,
+    _statistics,
+)
+from tracegrad.numpy._calculus import *
 from tracegrad.numpy._creation import *
 from tracegrad.numpy._elementwise import *
 from tracegrad.numpy._indexing import *
 from tracegrad.numpy._linalg import *
+from tracegrad.numpy._logic import *
 from tracegrad.numpy._reductions import *
 from tracegrad.numpy._shape import *
+from tracegrad.numpy._sorting import *
+from tracegrad.numpy._statistics import *
 
 __all__ = (
     _elementwise.__all__
@@ -21,4 +36,8 @@ __all__ = (
     + _indexing.__all__
     + _linalg.__all__
     + _creation.__all__
+    + _logic.__all__
+    + _sorting.__all__
+    + _calculus.__all__
+    + _statistics.__all__
 )

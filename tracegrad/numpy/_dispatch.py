@@ -139,6 +139,13 @@ _SAME_AS_FUNCTION = (
     "nonzero",
     "sort",
     "argsort",
+    "partition",
+    "argpartition",
+    "searchsorted",
+    "compress",
+    "nonzero",
+    "cumulative_sum",
+    "cumulative_prod",
 )
 
 METHODS = {name: getattr(namespace, name) for name in _SAME_AS_FUNCTION if hasattr(namespace, name)}

@@ -1,8 +1,8 @@
 """The built-in primitives, one family per module, and `ALL`, the explicit table of them.
 
 The families import each other in one direction (views -> broadcasting -> slicing,
-batching -> elementwise -> reduction, shape, indexing -> products -> einsum), so every rule
-can be written with the operations of the families below its own.
+batching -> elementwise -> reduction, shape, indexing -> products -> einsum, and indexing ->
+sorting), so every rule can be written with the operations of the families below its own.
 """
 
 from tracegrad.primitives import (
@@ -14,6 +14,7 @@ from tracegrad.primitives import (
     reduction,
     shape,
     slicing,
+    sorting,
     views,
 )
 
@@ -27,4 +28,5 @@ ALL = (
     + indexing.PRIMITIVES
     + products.PRIMITIVES
     + einsum.PRIMITIVES
+    + sorting.PRIMITIVES
 )

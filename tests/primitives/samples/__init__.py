@@ -9,5 +9,6 @@ from tests.primitives.samples.indexing import SAMPLES as _INDEXING
 from tests.primitives.samples.linalg import SAMPLES as _LINALG
 from tests.primitives.samples.reduction import SAMPLES as _REDUCTION
 from tests.primitives.samples.shape import SAMPLES as _SHAPE
+from tests.primitives.samples.sorting import SAMPLES as _SORTING
 
-SAMPLES = {**_ELEMENTWISE, **_INDEXING, **_LINALG, **_REDUCTION, **_SHAPE}
+SAMPLES = {**_ELEMENTWISE, **_INDEXING, **_LINALG, **_REDUCTION, **_SHAPE, **_SORTING}

@@ -1,0 +1,3 @@
+"""Statistics with NumPy's signatures: cov, corrcoef."""
+
+__all__: list[str] = []
