@@ -1,11 +1,13 @@
-"""Argument handling shared by the `tracegrad.numpy` wrappers (axes, shapes, array-likes)."""
+"""Argument handling shared by the `tracegrad.numpy` wrappers (axes, shapes, array-likes,
+concrete values)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from tracegrad.core import Boxed
+from tracegrad.core import Boxed, Tracer
+from tracegrad.errors import ConcretizationError, user_frame_location
 
 
 def asarray_or_tracer(x):
@@ -34,3 +36,27 @@ def axes(axis, ndim: int, op: str) -> tuple[int, ...]:
         raise np.exceptions.AxisError(
             f"{op}: axis {axis} is out of bounds for an array of dimension {ndim}"
         ) from None
+
+
+def concrete_value(x, what: str, fix: str) -> np.ndarray:
+    """The value of `x` as a NumPy array, for functions whose output shape depends on the
+    values (nonzero, unique, boolean masks) or that return Python values (allclose).
+
+    Under concrete tracing (`grad`, `jvp`, `vjp` of a call) a tracer holds its value (through
+    every level of a nested trace); under `jit`, `vmap` or `make_graph` it has none, and this
+    raises `ConcretizationError` naming `what`, the user's line and `fix` (for example "pass
+    size=... as in jax.numpy.nonzero"). The value carries no derivative: callers use it for
+    shapes, indices and booleans only.
+    """
+    value = x
+    while isinstance(value, Tracer):
+        value = value.val
+        if value is None:
+            raise ConcretizationError(
+                f"{what} depends on the values of a traced {x.aval.str_short()} array, but it "
+                f"is traced abstractly (under jit, vmap or make_graph), at "
+                f"{user_frame_location()}.\n{fix}"
+            )
+    if isinstance(value, Boxed):
+        value = value._constant_value()
+    return np.asarray(value)
