@@ -29,7 +29,7 @@ from tracegrad.ir.graph import (
     with_consts,
 )
 from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval
+from tracegrad.ir.types import Aval, is_float
 
 _current_trace: ContextVar[Trace | None] = ContextVar("tracegrad_trace", default=None)
 
@@ -98,6 +98,7 @@ class Trace:
         self.cse = cse
         self.keep_values = keep_values
         self._cse_table: dict = {}
+        self._carries: dict[Node, bool] = {}  # see Tracer._carries_derivative
         self._scalar_consts: dict = {}
         self._array_consts: dict[int, tuple[object, Edge]] = {}
         # outer tracers used inside this trace, each captured as an extra `arg` input
@@ -309,6 +310,7 @@ class new_trace:
         _current_trace.reset(self.token)
         self.trace.alive = False
         self.trace._cse_table = {}
+        self.trace._carries = {}
         return False
 
 
@@ -391,9 +393,14 @@ class Tracer(Boxed):
 
     def __setitem__(self, index, value):
         raise TypeError(
-            "tracegrad: traced arrays are immutable, so `x[i] = v` cannot be recorded; "
-            "use tracegrad.numpy.where, or build the array with tracegrad.numpy.concatenate/stack"
+            "tracegrad: traced arrays are immutable, so `x[i] = v` cannot be recorded; write "
+            "x = x.at[i].set(v) (or .add, .multiply, .min, .max), as in JAX"
         )
+
+    @property
+    def at(self):
+        """JAX's functional index updates: `x.at[i].set(v)` returns the updated array."""
+        return _numpy_dispatch().namespace.at(self)
 
     def _bind_eager(self, prim, args, params):
         self._escaped(prim.name)
@@ -407,7 +414,7 @@ class Tracer(Boxed):
         if self.val is None:
             raise ConcretizationError(
                 f"{what} needs a concrete value, but this {self.aval.str_short()} value is traced "
-                f"abstractly (under jit or make_graph), at {user_frame_location()}.\n"
+                f"abstractly (under jit, vmap or make_graph), at {user_frame_location()}.\n"
                 "Mark the argument static with static_argnums, or express the choice as data with "
                 "tracegrad.numpy.where."
             )
@@ -416,30 +423,83 @@ class Tracer(Boxed):
     def __bool__(self):
         return bool(self._concrete("bool() of a traced value (Python `if`/`while`/`and`/`or`)"))
 
+    # A conversion to a Python number keeps the value and drops the derivative: refused for a
+    # value that carries one (the gradient would silently be zero), allowed for one that does
+    # not (integers, comparisons, values behind stop_gradient), so control flow on concrete
+    # values keeps working. `.item()` is the explicit way to take a constant.
     def __int__(self):
-        return int(self._concrete("int() of a traced value"))
+        return int(self._number("int()"))
 
     def __float__(self):
-        return float(self._concrete("float() of a traced value"))
+        return float(self._number("float() (or a math.* function, or storing into an array)"))
 
     def __complex__(self):
-        return complex(self._concrete("complex() of a traced value"))
+        return complex(self._number("complex()"))
 
     def __index__(self):
         v = self._concrete("using a traced value as an index or a shape")
         return np.asarray(v).__index__()
 
+    def __round__(self, ndigits=None):
+        if ndigits is None:  # round(x): a Python int, as NumPy's scalars give
+            return round(self._number("round()"))
+        return _numpy_dispatch().namespace.round(self, ndigits)
+
     def item(self):
+        """The value as a Python scalar: a constant taken on purpose (its derivative is zero,
+        as `.item()` is in JAX and PyTorch). Under jit or vmap there is no single concrete
+        value, and this raises ConcretizationError."""
         return np.asarray(self._concrete("item() of a traced value")).item()
 
     def tolist(self):
         return np.asarray(self._concrete("tolist() of a traced value")).tolist()
 
+    def _number(self, what: str):
+        value = self._concrete(what + " of a traced value")
+        if self._carries_derivative():
+            raise TypeError(
+                f"tracegrad: {what} of a traced {self.aval.str_short()} value that carries a "
+                f"derivative would drop it (the gradient would silently be zero), at "
+                f"{user_frame_location()}.\nUse the tracegrad.numpy function (np.sin(x), not "
+                "math.sin(x)), x.at[i].set(v) instead of storing into a NumPy array, or take a "
+                "constant on purpose with x.item() or tg.stop_gradient(x)."
+            )
+        return value
+
+    def _carries_derivative(self) -> bool:
+        """Whether a derivative flows into this value from the trace's inputs: it is inexact
+        and some path of differentiable primitives leads to it from an input (not only from
+        constants, integers or `stop_gradient`). One walk back, remembered per node."""
+        if not is_float(self.aval.dtype):
+            return False
+        memo = self._trace._carries
+        stack = [self.edge.node]
+        while stack:
+            node = stack[-1]
+            if node in memo:
+                stack.pop()
+                continue
+            if node.prim is arg_p:
+                memo[node] = True
+            elif node.prim is const_p or not node.prim.differentiable:
+                memo[node] = False
+            else:
+                ins = [e.node for e in node.inputs if is_float(e.aval.dtype)]
+                pending = [n for n in ins if n not in memo]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                memo[node] = any(memo[n] for n in ins)
+            stack.pop()
+        return memo[self.edge.node]
+
     def __array__(self, dtype=None, copy=None):
         raise TypeError(
             f"tracegrad: cannot convert a traced {self.aval.str_short()} value to a NumPy array "
-            "(np.asarray/np.array would silently drop its gradient). Build arrays of traced values "
-            "with tracegrad.numpy.stack or tracegrad.numpy.array instead."
+            f"(np.asarray/np.array would silently drop its gradient), at {user_frame_location()}."
+            "\nBuild arrays of traced values with tracegrad.numpy.array or tracegrad.numpy.stack, "
+            "write into one with x.at[i].set(v), or take a constant on purpose with x.item() or "
+            "tg.stop_gradient(x)."
         )
 
     def _check_alive(self, what):

@@ -1006,8 +1006,14 @@ def _backward(x):
     )
 
 
+def _updates(x):
+    at = x.at[[0, 1, 0], 1]
+    return at.set(2.0), at.add(x[0]), at.multiply(3.0), at.min(0.5), at.max(x[1])
+
+
 COVERAGE = [
     (_reductions, (_X,)),
+    (_updates, (_X,)),
     (_views, (_X,)),
     (_copies, (_X,)),
     (_indexing, (_X,)),
@@ -1068,6 +1074,7 @@ BAD_PARAMS = {
     "keepdims": {"int": 1},
     "reverse": {"str": "False"},
     "exclusive": {"int": 0},
+    "unique": {"str": "True"},
     "dtype": {"str": "float64"},
     "constant_values": {"str": "0"},
     "subscripts": {"tuple": []},

@@ -143,6 +143,28 @@ def argnums_tuple(argnums, nargs: int, fname: str, api: str) -> tuple[int, ...]:
     return tuple(int(i) % nargs for i in nums)
 
 
+def per_argnum(results: tuple, argnums, nums: tuple[int, ...], unique: tuple[int, ...]):
+    """Results computed once per distinct argument (`unique`, in order) laid out as asked:
+    one for an int `argnums`, else one per entry of `nums` (the normalised argnums), a
+    repeated position getting its result again, copied (NumPy arrays are mutable). JAX means
+    the same by `argnums=(0, 0)`; differentiating a repeated position twice would give it two
+    tracers of which only the last reaches `f`."""
+    if isinstance(argnums, int | np.integer):
+        return results[0]
+    by_position = dict(zip(unique, results))
+    seen: set[int] = set()
+    laid_out = []
+    for i in nums:
+        value = by_position[i]
+        laid_out.append(tree.map(_copied, value) if i in seen else value)
+        seen.add(i)
+    return tuple(laid_out)
+
+
+def _copied(v):
+    return v.copy() if isinstance(v, np.ndarray) else v
+
+
 def check_float_inputs(args: tuple, argnums: tuple[int, ...], fname: str, api: str) -> None:
     for i in argnums:
         leaves, paths = leaves_with_paths(args[i])

@@ -16,7 +16,7 @@ import numpy as np
 import tracegrad.numpy as tnp
 from tracegrad import tree
 from tracegrad.api.batching import vmap
-from tracegrad.api.common import argnums_tuple, check_float_inputs, name_of
+from tracegrad.api.common import argnums_tuple, check_float_inputs, name_of, per_argnum
 from tracegrad.api.forward import jvp
 from tracegrad.api.reverse import vjp
 from tracegrad.core import Tracer
@@ -61,12 +61,19 @@ def _partial(f, args, kwargs, nums):
 
 
 def _prepare(f, args, kwargs, argnums, fname: str, api: str):
-    """(differentiated args, f of those only, their flat leaves, tree, avals), checked."""
+    """(differentiated args, f of those only, their tree, their avals, and `lay_out`, which
+    puts per-argument blocks in argnums' order), checked. A repeated argnum is differentiated
+    once (see `per_argnum`)."""
     nums = argnums_tuple(argnums, len(args), fname, api)
     check_float_inputs(args, nums, fname, api)
-    diff = tuple(args[i] for i in nums)
+    unique = tuple(dict.fromkeys(nums))
+    diff = tuple(args[i] for i in unique)
     in_flat, in_tree = tree.flatten(diff)
-    return diff, _partial(f, args, kwargs, nums), in_tree, [_aval(x) for x in in_flat]
+
+    def lay_out(blocks):
+        return per_argnum(tuple(blocks), argnums, nums, unique)
+
+    return diff, _partial(f, args, kwargs, unique), in_tree, [_aval(x) for x in in_flat], lay_out
 
 
 def _check_float_outputs(out_flat, fname, api):
@@ -86,7 +93,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
 
     @functools.wraps(f)
     def jac(*args, **kwargs):
-        diff, g, in_tree, in_avals = _prepare(f, args, kwargs, argnums, fname, "jacrev")
+        diff, g, in_tree, in_avals, lay_out = _prepare(f, args, kwargs, argnums, fname, "jacrev")
         if has_aux:
             out, vjp_fn, aux = vjp(g, *diff, has_aux=True)
         else:
@@ -103,7 +110,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
                 tnp.reshape(per_input[j][k], oa.shape + ia.shape) for j, ia in enumerate(in_avals)
             ]
             sub = tree.unflatten(in_tree, leaves)
-            blocks.append(sub[0] if isinstance(argnums, int) else sub)
+            blocks.append(lay_out(sub))
         result = tree.unflatten(out_tree, blocks)
         return (result, aux) if has_aux else result
 
@@ -117,7 +124,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
 
     @functools.wraps(f)
     def jac(*args, **kwargs):
-        diff, g, in_tree, in_avals = _prepare(f, args, kwargs, argnums, fname, "jacfwd")
+        diff, g, in_tree, in_avals, lay_out = _prepare(f, args, kwargs, argnums, fname, "jacfwd")
 
         def push(*t):
             tangents = tree.unflatten(in_tree, t)
@@ -141,7 +148,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
                 moved = tnp.moveaxis(piece, 0, -1)
                 leaves.append(tnp.reshape(moved, out_shape + ia.shape))
             sub = tree.unflatten(in_tree, leaves)
-            blocks.append(sub[0] if isinstance(argnums, int) else sub)
+            blocks.append(lay_out(sub))
         result = tree.unflatten(out_tree, blocks)
         return (result, aux) if has_aux else result
 

@@ -21,6 +21,7 @@ from tracegrad.api.common import (
     check_float_inputs,
     is_nested,
     name_of,
+    per_argnum,
     simplified_level,
     split_aux,
     to_output,
@@ -51,7 +52,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     def value_and_grad_f(*args, **kwargs):
         nums = argnums_tuple(argnums, len(args), fname, "grad")
         check_float_inputs(args, nums, fname, "grad")
-        traced, out_tree, flat, diff_tree = trace_args(f, args, kwargs, nums, fname)
+        unique = tuple(dict.fromkeys(nums))  # a repeated argnum is differentiated once
+        traced, out_tree, flat, diff_tree = trace_args(f, args, kwargs, unique, fname)
         main, aux = split_aux(out_tree, traced.out_tracers, has_aux, fname, "grad")
         main_leaves = tree.leaves(main)
         if len(main_leaves) != 1:
@@ -83,7 +85,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         grads_tree = tree.unflatten(diff_tree, grads)
         value = run.outputs[k]
         value = to_output(value, value) if not isinstance(value, Tracer) else value
-        g = grads_tree[0] if isinstance(argnums, int) else grads_tree
+        g = per_argnum(tuple(grads_tree), argnums, nums, unique)
         if has_aux:
             aux_val = tree.unflatten(out_tree, run.outputs)[1]
             return (value, aux_val), g

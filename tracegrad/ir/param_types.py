@@ -89,6 +89,7 @@ PARAM_TYPES = {
     "keepdims": _FLAG,
     "reverse": _FLAG,
     "exclusive": _FLAG,
+    "unique": _FLAG,
     "dtype": ("a dtype", lambda v: isinstance(v, np.dtype)),
     "constant_values": (
         "a Python int, float, bool or complex",

@@ -7,6 +7,7 @@ run NumPy itself and return the same values, bit for bit.
 
 # ruff: noqa: F401, F403
 from tracegrad.numpy import (
+    _at,
     _calculus,
     _creation,
     _elementwise,
@@ -18,6 +19,7 @@ from tracegrad.numpy import (
     _sorting,
     _statistics,
 )
+from tracegrad.numpy._at import *
 from tracegrad.numpy._calculus import *
 from tracegrad.numpy._creation import *
 from tracegrad.numpy._elementwise import *
@@ -40,4 +42,5 @@ __all__ = (
     + _sorting.__all__
     + _calculus.__all__
     + _statistics.__all__
+    + _at.__all__
 )

@@ -8,6 +8,10 @@ adding a function there is all it takes to make NumPy code reach it.
 
 from __future__ import annotations
 
+import dis
+import functools
+import sys
+
 import numpy as np
 
 import tracegrad.numpy as namespace
@@ -43,12 +47,40 @@ def _unsupported(what: str):
     )
 
 
+_MIXIN_FILE = np.lib.mixins.__file__
+
+
+def _augmented_assignment() -> bool:
+    """Whether the ufunc call comes from an augmented assignment (`acc += x`, `x *= 2`) rather
+    than from an explicit `out=`. NumPy calls `__array_ufunc__` the same way for both; only the
+    caller's instruction tells them apart. An augmented assignment rebinds its name to what
+    the ufunc returns, so a traced result is right there (as in JAX); an explicit call would
+    lose it and leave `out` unchanged."""
+    frame = sys._getframe(3)  # the caller of Boxed.__array_ufunc__
+    if frame.f_code.co_filename == _MIXIN_FILE:  # x += 1 on a tracer: NumPy's operator mixin
+        frame = frame.f_back
+    return _is_augmented(frame.f_code, frame.f_lasti)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_augmented(code, offset: int) -> bool:
+    for ins in dis.get_instructions(code):
+        if ins.offset == offset:
+            return ins.opname.startswith("INPLACE_") or (
+                ins.opname == "BINARY_OP" and ins.argrepr.endswith("=")
+            )
+    return False
+
+
 def array_ufunc(ufunc, method, inputs, kwargs):
     out = kwargs.pop("out", None)
-    if out is not None and out != (None,) * len(out if isinstance(out, tuple) else (out,)):
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(o is not None for o in outs) and not _augmented_assignment():
         raise TypeError(
-            f"tracegrad: np.{ufunc.__name__}(..., out=...) writes into an array in place, "
-            "which a traced value cannot be; drop `out=` and use the result"
+            f"tracegrad: np.{ufunc.__name__}(..., out=...) would write a traced result into "
+            "`out`, which cannot hold one: `out` would be left unchanged and the result lost. "
+            f"Drop `out=` and use the returned value (y = np.{ufunc.__name__}(...)); an "
+            "augmented assignment (acc += x) rebinds its name and works as it is."
         )
     if method == "__call__":
         fn = UFUNCS.get(ufunc)
@@ -137,9 +169,7 @@ _SAME_AS_FUNCTION = (
     "conj",
     "conjugate",
     "nonzero",
-    "sort",
     "argsort",
-    "partition",
     "argpartition",
     "searchsorted",
     "compress",
@@ -150,3 +180,26 @@ _SAME_AS_FUNCTION = (
 
 METHODS = {name: getattr(namespace, name) for name in _SAME_AS_FUNCTION if hasattr(namespace, name)}
 METHODS.update(reshape=_reshape, transpose=_transpose, flatten=_flatten, copy=_copy)
+
+
+def _in_place(name: str, instead: str):
+    def method(self, *args, **kwargs):
+        raise TypeError(
+            f"tracegrad: x.{name}() changes an array in place, which a traced value cannot be "
+            f"(x would be left unchanged); use {instead}"
+        )
+
+    method.__name__ = name
+    return method
+
+
+# ndarray methods that write into the array: refused by name rather than quietly returning a
+# new value that the caller's code would drop
+METHODS.update(
+    sort=_in_place("sort", "x = np.sort(x, axis)"),
+    partition=_in_place("partition", "x = np.partition(x, kth, axis)"),
+    fill=_in_place("fill", "x = np.full_like(x, value)"),
+    put=_in_place("put", "x = x.at[indices].set(values) on the flattened array"),
+    resize=_in_place("resize", "x = np.resize(x, shape) or np.reshape"),
+    itemset=_in_place("itemset", "x = x.at[index].set(value)"),
+)

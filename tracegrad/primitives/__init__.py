@@ -2,7 +2,8 @@
 
 The families import each other in one direction (views -> broadcasting -> slicing,
 batching -> elementwise -> reduction, shape, indexing -> products -> einsum, and indexing ->
-sorting), so every rule can be written with the operations of the families below its own.
+sorting, scatter), so every rule can be written with the operations of the families below its
+own.
 """
 
 from tracegrad.primitives import (
@@ -12,6 +13,7 @@ from tracegrad.primitives import (
     indexing,
     products,
     reduction,
+    scatter,
     shape,
     slicing,
     sorting,
@@ -29,4 +31,5 @@ ALL = (
     + products.PRIMITIVES
     + einsum.PRIMITIVES
     + sorting.PRIMITIVES
+    + scatter.PRIMITIVES
 )

@@ -1,4 +1,5 @@
-"""SAMPLES rows for the indexing primitives (slice, gather, scatter_add), and `draw_index`:
+"""SAMPLES rows for the indexing primitives (slice, gather, scatter_add, and the index updates
+setitem, add_at, multiply_at, minimum_at, maximum_at), and `draw_index`:
 random NumPy index expressions (ints, slices with any bounds and steps, None, Ellipsis,
 integer arrays with repeats and broadcasting, boolean masks) valid for a given shape."""
 
@@ -12,6 +13,7 @@ from tests import strategies as S
 from tests.primitives.samples.row import Sample
 from tracegrad.numpy._indexing import parse_index
 from tracegrad.primitives import indexing as ix
+from tracegrad.primitives import scatter as sc
 from tracegrad.primitives import slicing
 
 _BASIC = ("int", "slice", "none")
@@ -130,8 +132,43 @@ def _scatter_add(data, dtype):
     return (updates, *arrays), {"shape": x.shape, "index": items}
 
 
+def _update(*, unique_only: bool = False, apart: bool = False):
+    """(x, updates, *arrays) for an index update; `unique_only` redraws an index that repeats
+    as a single integer array without repeats (multiply_at is differentiated only then);
+    `apart` moves every update away from x and from the other updates (ties are the kinks of
+    minimum_at and maximum_at, where finite differences mean nothing)."""
+
+    def draw(data, dtype):
+        x, items, arrays = draw_gather(data, dtype, min_arrays=0)
+        unique = _unique(x.shape, items, arrays)
+        if unique_only and not unique:
+            d = x.shape[0]
+            picks = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=d, unique=True))
+            items, arrays, unique = ("array",), [np.array(picks, dtype=np.intp)], True
+        selected = ix.indexed_shape("scatter", x.shape, items, [a.shape for a in arrays])
+        updates = S.array(data, selected, dtype)
+        if apart and updates.size:
+            steps = np.arange(updates.size).reshape(selected) - (updates.size - 0.5) / 2
+            near = x[ix.index_tuple(items, arrays)]
+            updates = (near + 0.25 * steps).astype(dtype)
+        return (x, updates, *arrays), {"index": items, "unique": unique}
+
+    return draw
+
+
+def _unique(shape, items, arrays) -> bool:
+    positions = np.arange(int(np.prod(shape))).reshape(shape)
+    chosen = positions[ix.index_tuple(items, arrays)]
+    return np.unique(chosen).size == chosen.size
+
+
 SAMPLES = {
     slicing.slice_p: Sample(_slice),
     ix.gather_p: Sample(_gather),
     ix.scatter_add_p: Sample(_scatter_add),
+    sc.setitem_p: Sample(_update()),
+    sc.add_at_p: Sample(_update()),
+    sc.multiply_at_p: Sample(_update(unique_only=True)),
+    sc.minimum_at_p: Sample(_update(apart=True)),
+    sc.maximum_at_p: Sample(_update(apart=True)),
 }
