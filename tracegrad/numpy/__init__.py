@@ -14,6 +14,7 @@ from tracegrad.numpy import (
     _indexing,
     _linalg,
     _logic,
+    _nanfunctions,
     _reductions,
     _shape,
     _sorting,
@@ -26,6 +27,7 @@ from tracegrad.numpy._elementwise import *
 from tracegrad.numpy._indexing import *
 from tracegrad.numpy._linalg import *
 from tracegrad.numpy._logic import *
+from tracegrad.numpy._nanfunctions import *
 from tracegrad.numpy._reductions import *
 from tracegrad.numpy._shape import *
 from tracegrad.numpy._sorting import *
@@ -42,5 +44,6 @@ __all__ = (
     + _sorting.__all__
     + _calculus.__all__
     + _statistics.__all__
+    + _nanfunctions.__all__
     + _at.__all__
 )

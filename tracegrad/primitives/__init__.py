@@ -2,12 +2,13 @@
 
 The families import each other in one direction (views -> broadcasting -> slicing,
 batching -> elementwise -> reduction, shape, indexing -> products -> einsum, and indexing ->
-sorting, scatter), so every rule can be written with the operations of the families below its
-own.
+sorting, scatter, calculus), so every rule can be written with the operations of the
+families below its own.
 """
 
 from tracegrad.primitives import (
     broadcasting,
+    calculus,
     einsum,
     elementwise,
     indexing,
@@ -32,4 +33,5 @@ ALL = (
     + einsum.PRIMITIVES
     + sorting.PRIMITIVES
     + scatter.PRIMITIVES
+    + calculus.PRIMITIVES
 )
