@@ -15,7 +15,12 @@ from contextvars import ContextVar
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from tracegrad.errors import ConcretizationError, EscapedTracerError, user_frame_location
+from tracegrad.errors import (
+    ConcretizationError,
+    EscapedTracerError,
+    user_frame_location,
+    user_frame_source,
+)
 from tracegrad.ir.graph import (
     EMPTY_PARAMS,
     Edge,
@@ -363,6 +368,14 @@ class Tracer(Boxed):
         return _numpy_dispatch().namespace.transpose(self)
 
     @property
+    def real(self):
+        return _numpy_dispatch().namespace.real(self)
+
+    @property
+    def imag(self):
+        return _numpy_dispatch().namespace.imag(self)
+
+    @property
     def mT(self):
         return _numpy_dispatch().namespace.swapaxes(self, -1, -2)
 
@@ -428,13 +441,13 @@ class Tracer(Boxed):
     # not (integers, comparisons, values behind stop_gradient), so control flow on concrete
     # values keeps working. `.item()` is the explicit way to take a constant.
     def __int__(self):
-        return int(self._number("int()"))
+        return int(self._number("int"))
 
     def __float__(self):
-        return float(self._number("float() (or a math.* function, or storing into an array)"))
+        return float(self._number("float"))
 
     def __complex__(self):
-        return complex(self._number("complex()"))
+        return complex(self._number("complex"))
 
     def __index__(self):
         v = self._concrete("using a traced value as an index or a shape")
@@ -442,7 +455,7 @@ class Tracer(Boxed):
 
     def __round__(self, ndigits=None):
         if ndigits is None:  # round(x): a Python int, as NumPy's scalars give
-            return round(self._number("round()"))
+            return round(self._number("int"))
         return _numpy_dispatch().namespace.round(self, ndigits)
 
     def item(self):
@@ -454,15 +467,21 @@ class Tracer(Boxed):
     def tolist(self):
         return np.asarray(self._concrete("tolist() of a traced value")).tolist()
 
-    def _number(self, what: str):
-        value = self._concrete(what + " of a traced value")
+    def _number(self, kind: str):
+        """The value as a Python `kind` (int, float, complex), unless a derivative flows
+        into it: float(x), int(x), complex(x), round(x), math.* functions and storing x into
+        a NumPy array all come here, and each would silently give a zero gradient."""
+        value = self._concrete(f"{kind}() of a traced value")
         if self._carries_derivative():
             raise TypeError(
-                f"tracegrad: {what} of a traced {self.aval.str_short()} value that carries a "
-                f"derivative would drop it (the gradient would silently be zero), at "
-                f"{user_frame_location()}.\nUse the tracegrad.numpy function (np.sin(x), not "
-                "math.sin(x)), x.at[i].set(v) instead of storing into a NumPy array, or take a "
-                "constant on purpose with x.item() or tg.stop_gradient(x)."
+                f"tracegrad: converting a traced {self.aval.str_short()} value that carries a "
+                f"derivative to a Python {kind} would drop the derivative (the gradient would "
+                f"silently be zero), at {user_frame_source()}. float(), int(), complex(), "
+                "round(), math.* functions and storing into a NumPy array (out[i] = x) all "
+                "convert.\nUse the tracegrad.numpy function (np.sin(x), not math.sin(x)), "
+                "build arrays with tracegrad.numpy.array/stack or x.at[i].set(v) instead of "
+                "storing into a NumPy array, or take a constant on purpose with x.item() or "
+                "tg.stop_gradient(x)."
             )
         return value
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 
@@ -23,9 +24,8 @@ class EscapedTracerError(RuntimeError):
     """A tracer was used after the trace that made it had ended (stored in a global, say)."""
 
 
-def user_frame_location() -> str:
-    """`file.py:12` of the innermost frame outside tracegrad and NumPy, or `<unknown>`."""
-    frame = sys._getframe(1)
+def _user_frame():
+    frame = sys._getframe(2)
     while frame is not None:
         fname = frame.f_code.co_filename
         if not (
@@ -34,6 +34,22 @@ def user_frame_location() -> str:
             or fname.startswith("<tracegrad")
             or fname.startswith("<__array_function__")
         ):
-            return f"{fname}:{frame.f_lineno}"
+            return frame
         frame = frame.f_back
-    return "<unknown>"
+    return None
+
+
+def user_frame_location() -> str:
+    """`file.py:12` of the innermost frame outside tracegrad and NumPy, or `<unknown>`."""
+    frame = _user_frame()
+    return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def user_frame_source() -> str:
+    """`file.py:12` and, when the source is available, that line's code in backticks."""
+    frame = _user_frame()
+    if frame is None:
+        return "<unknown>"
+    fname, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(fname, line).strip()
+    return f"{fname}:{line}" + (f" (`{text[:120]}`)" if text else "")

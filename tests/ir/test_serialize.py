@@ -1012,6 +1012,7 @@ def _updates(x):
 
 
 COVERAGE = [
+    (tg.grad(lambda x: np.sum(np.sinc(x))), (_X,)),
     (_reductions, (_X,)),
     (_updates, (_X,)),
     (_views, (_X,)),
@@ -1078,6 +1079,7 @@ BAD_PARAMS = {
     "dtype": {"str": "float64"},
     "constant_values": {"str": "0"},
     "subscripts": {"tuple": []},
+    "order": {"float": 1.0},
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 
 import tracegrad as tg
 from tracegrad.api.jit import RETRACE_WARNING_AFTER, RetraceWarning
+from tracegrad.testing import assert_bitwise_equal
 
 
 def test_values_are_bit_identical_to_numpy_and_traced_once_per_signature():
@@ -241,3 +242,39 @@ def test_jit_of_a_nested_derivative_is_as_small_as_the_simplified_graph():
     jitted = tg.jit(d).lower(0.3).graph
     assert jitted.stats()["total"] <= simplify(tg.make_graph(d)(0.3)).stats()["total"]
     assert tg.jit(d)(0.3) == pytest.approx(d(0.3), rel=1e-12)
+
+
+# -- static_argnames -------------------------------------------------------------------------
+
+
+def _power(x, n, scale=1.0):
+    return x**n * scale
+
+
+def test_static_argnames_as_jax():
+    x = np.arange(4.0)
+    f = tg.jit(_power, static_argnames="n")
+    assert_bitwise_equal(f(x, n=3), _power(x, 3))
+    assert_bitwise_equal(f(x, 3), _power(x, 3))  # by position: static through the signature
+    assert_bitwise_equal(f(x, n=2, scale=np.float64(2.0)), _power(x, 2, 2.0))  # scale traced
+    assert f.cache_info().misses == 3
+    f(x, n=3)
+    assert f.cache_info().hits == 1
+    # static_argnums also covers the parameter when it is passed by name
+    g = tg.jit(lambda x, mode: x * 2 if mode == "double" else x, static_argnums=1)
+    assert_bitwise_equal(g(x, mode="double"), x * 2)
+    assert_bitwise_equal(g(x, "same"), x)
+    # a static value is part of the key: Python control flow on it works
+    h = tg.jit(lambda x, flip: -x if flip else x, static_argnames=("flip",))
+    assert_bitwise_equal(h(x, flip=True), -x)
+    assert_bitwise_equal(h.lower(x, flip=False).graph(x), x)
+
+
+def test_static_argnames_errors():
+    f = tg.jit(_power, static_argnames="n")
+    with pytest.raises(TypeError, match="static argument 'n' has the unhashable type list"):
+        f(np.ones(2), n=[2])
+    with pytest.raises(TypeError, match="static_argnames must be strings"):
+        tg.jit(_power, static_argnames=(1,))
+    with pytest.raises(tg.ConcretizationError):  # not named static: traced
+        tg.jit(lambda x, n: x if n > 1 else -x)(np.ones(2), n=np.int64(2))

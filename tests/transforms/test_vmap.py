@@ -97,3 +97,31 @@ def test_vmap_errors():
         tg.vmap(np.sin, out_axes=None)(np.ones(3))
     with pytest.raises(tg.ConcretizationError):
         tg.vmap(lambda x: x if x > 0 else -x)(np.ones(3))
+
+
+# -- axis_size ---------------------------------------------------------------------------------
+
+
+def test_axis_size_broadcasts_when_nothing_is_batched_as_jax():
+    jax = pytest.importorskip("jax")
+    x = np.arange(3.0)
+    ours = tg.vmap(lambda x: x * 2.0, in_axes=None, axis_size=4)(x)
+    theirs = jax.vmap(lambda x: x * 2.0, in_axes=None, axis_size=4)(x)
+    np.testing.assert_array_equal(ours, np.asarray(theirs))
+    assert ours.shape == (4, 3)
+    ours = tg.vmap(lambda: np.ones(2), axis_size=3, out_axes=1)()
+    np.testing.assert_array_equal(ours, np.ones((2, 3)))
+    # with batched arguments it is checked against their size
+    np.testing.assert_array_equal(tg.vmap(np.sin, axis_size=3)(x), np.sin(x))
+
+
+def test_axis_size_errors():
+    x = np.arange(3.0)
+    with pytest.raises(ValueError, match="axis_size is 4; leaf 0 of shape"):
+        tg.vmap(np.sin, axis_size=4)(x)
+    with pytest.raises(ValueError, match="or axis_size="):
+        tg.vmap(np.sin, in_axes=None)(x)
+    with pytest.raises(TypeError, match="axis_size must be a non-negative int"):
+        tg.vmap(np.sin, axis_size=2.0)
+    with pytest.raises(NotImplementedError, match="collective"):
+        tg.vmap(np.sin, axis_name="i")

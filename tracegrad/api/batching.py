@@ -62,7 +62,9 @@ def _in_axes(in_axes, args, fname):
     return [in_axes] * len(tree.leaves(tuple(args)))
 
 
-def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
+def vmap(
+    f: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | None = None
+) -> Callable:
     """Vectorize `f` over a batch axis of its arguments (as `jax.vmap`).
 
     Args:
@@ -71,8 +73,22 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
         None or a pytree prefix of that argument; None means "not batched". Keyword arguments
         are batched along axis 0.
       out_axes: where the batch axis goes in each output (an int, None, or a pytree prefix).
+      axis_name: JAX's name for collective operations over the batch axis; tracegrad has no
+        collectives, so it must be None.
+      axis_size: the batch size; needed when no argument is batched (in_axes all None: the
+        outputs are then broadcast along a new axis of this size), and checked against the
+        arguments' batch size otherwise.
     """
     fname = name_of(f)
+    if axis_name is not None:
+        raise NotImplementedError(
+            f"vmap({fname}): axis_name={axis_name!r} names an axis for collective operations "
+            "(psum, pmean, ...), which tracegrad does not have; drop axis_name"
+        )
+    if axis_size is not None and (
+        isinstance(axis_size, bool) or not isinstance(axis_size, int) or axis_size < 0
+    ):
+        raise TypeError(f"vmap({fname}): axis_size must be a non-negative int, got {axis_size!r}")
 
     @functools.wraps(f)
     def vmapped(*args, **kwargs):
@@ -95,17 +111,20 @@ def vmap(f: Callable, in_axes=0, out_axes=0) -> Callable:
             sizes.append((i, aval.shape, ax, aval.shape[ax]))
             avals.append(Aval(aval.shape[:ax] + aval.shape[ax + 1 :], aval.dtype))
             dims.append(ax)
-        if not sizes:
+        if not sizes and axis_size is None:
             raise ValueError(
-                f"vmap({fname}) needs at least one batched argument: in_axes is None for all"
+                f"vmap({fname}) needs at least one batched argument (in_axes is None for all) "
+                "or axis_size= to say how many copies to make"
             )
-        if len({s for *_, s in sizes}) > 1:
+        if len({s for *_, s in sizes} | ({axis_size} if axis_size is not None else set())) > 1:
             shown = "; ".join(
                 f"leaf {i} of shape {shape} mapped along axis {ax} has size {s}"
                 for i, shape, ax, s in sizes
             )
+            if axis_size is not None:
+                shown = f"axis_size is {axis_size}; {shown}"
             raise ValueError(f"vmap({fname}) got inconsistent batch sizes: {shown}")
-        size = sizes[0][3]
+        size = sizes[0][3] if sizes else axis_size
 
         def flat_fn(*tracers):
             a, k = tree.unflatten(in_tree, tracers)

@@ -16,6 +16,7 @@ enclosing trace instead of running it.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import warnings
 from collections import namedtuple
@@ -117,9 +118,13 @@ class Jitted:
         static_argnums: Sequence[int],
         backend: str,
         donate_argnums: Sequence[int],
+        static_argnames: Sequence[str] = (),
     ):
         self.f = f
+        static_argnums, static_argnames = _static_names_and_nums(f, static_argnums, static_argnames)
         self.static_argnums = tuple(sorted(set(static_argnums)))
+        self.static_argnames = frozenset(static_argnames)
+        self._named_positions = _positions_of(f, self.static_argnames)
         self.backend = backend
         self.donate_argnums = tuple(donate_argnums)
         self.name = name_of(f)
@@ -135,6 +140,8 @@ class Jitted:
             statics, args = self._split_static(args)
         else:
             statics = ()
+        if self.static_argnames and kwargs:
+            statics, kwargs = self._split_static_kwargs(statics, kwargs)
         flat, treedef = tree.flatten((args, kwargs))
         try:
             key = (treedef, statics, tuple(map(_leaf_key, flat)))
@@ -184,7 +191,11 @@ class Jitted:
 
     def _split_static(self, args):
         """((index, value) pairs of the static arguments, the other arguments)."""
-        pairs, dyn, _ = split_static(args, self.static_argnums, f"jit({self.name})")
+        nums = self.static_argnums
+        if len(args) < len(nums) or (nums and max(nums) >= len(args)):
+            # a static parameter passed by name is static through static_argnames
+            nums = tuple(i for i in nums if i < len(args) or i not in self._named_positions)
+        pairs, dyn, _ = split_static(args, nums, f"jit({self.name})")
         for i, v in pairs:
             try:
                 hash(v)
@@ -196,14 +207,32 @@ class Jitted:
                 ) from None
         return pairs, dyn
 
+    def _split_static_kwargs(self, statics, kwargs):
+        """Keyword arguments named in static_argnames join the static pairs, keyed by name
+        (sorted, so the order they were passed in does not matter)."""
+        named = sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames)
+        for k, v in named:
+            try:
+                hash(v)
+            except TypeError:
+                raise TypeError(
+                    f"jit({self.name}): static argument {k!r} has the unhashable type "
+                    f"{type(v).__name__}; static arguments are part of the cache key, so pass "
+                    "a hashable value (a tuple instead of a list), or make it a traced argument"
+                ) from None
+        rest = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return tuple(statics) + tuple(named), rest
+
     def _compile(self, key, args, kwargs, flat, treedef, statics) -> _Entry:
         self._misses += 1
         self._log_retrace(key)
         avals = [_leaf_aval(x) for x in flat]
+        positional = tuple(p for p in statics if isinstance(p[0], int))
+        named = dict(p for p in statics if isinstance(p[0], str))
 
         def flat_fn(*tracers):
             a, k = tree.unflatten(treedef, tracers)
-            return self.f(*merge_static(statics, a), **k)
+            return self.f(*merge_static(positional, a), **k, **named)
 
         traced, out_tree = trace_flat(
             flat_fn, avals, concrete=False, name=self.name, in_tree=treedef
@@ -263,6 +292,8 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Lowered:
         """The simplified graph and generated source for these arguments' signature."""
         statics, dyn = self._split_static(args) if self.static_argnums else ((), args)
+        if self.static_argnames and kwargs:
+            statics, kwargs = self._split_static_kwargs(statics, kwargs)
         flat, treedef = tree.flatten((dyn, kwargs))
         key = (treedef, statics, tuple(map(_leaf_key, flat)))
         entry = self._cache.get(key) or self._compile(key, dyn, kwargs, flat, treedef, statics)
@@ -281,11 +312,44 @@ class Jitted:
         return f"<jit({self.name}) backend={self.backend!r}>"
 
 
+def _static_names_and_nums(f, static_argnums, static_argnames):
+    """JAX's rule: each of static_argnums and static_argnames also covers the other's
+    parameters, through `f`'s signature (positional-or-keyword parameters by position)."""
+    static_argnames = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+    nums, names = set(static_argnums), set(static_argnames)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"jit: static_argnames must be strings, got {name!r}")
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return tuple(nums), tuple(names)
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    for i, name in enumerate(positional):
+        if name in names:
+            nums.add(i)
+        elif i in nums and params[i].kind is params[i].POSITIONAL_OR_KEYWORD:
+            names.add(name)
+    return tuple(nums), tuple(names)
+
+
+def _positions_of(f, names) -> frozenset[int]:
+    """The positions of `f`'s parameters in `names` (those it can take by position or name)."""
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return frozenset()
+    return frozenset(
+        i for i, p in enumerate(params) if p.name in names and p.kind is p.POSITIONAL_OR_KEYWORD
+    )
+
+
 def jit(
     f: Callable | None = None,
     static_argnums: int | Sequence[int] = (),
     backend: str = "codegen",
     donate_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
 ):
     """Compile `f` per signature: trace abstractly, simplify, generate NumPy code, cache.
 
@@ -293,6 +357,9 @@ def jit(
       f: the function (or use `@jit(static_argnums=...)` as a decorator factory).
       static_argnums: positional arguments that are Python values (hashable), part of the
         cache key; the rest must be arrays or Python scalars (pytrees of them).
+      static_argnames: the same for arguments by name (as in JAX, a parameter named here is
+        static when passed by position too, and one numbered in static_argnums when passed
+        by name).
       backend: "codegen" (generated NumPy source) or "interpret" (the IR interpreter on the
         same simplified graph).
       donate_argnums: arguments whose buffers the caller gives up (as in JAX): the generated
@@ -310,10 +377,10 @@ def jit(
             "is a Python value with no buffer to donate"
         )
     if f is None:
-        return lambda g: Jitted(g, static, backend, donate)
+        return lambda g: Jitted(g, static, backend, donate, static_argnames)
     if not callable(f):
         raise TypeError(f"jit: expected a function, got {type(f).__name__}")
-    return Jitted(f, static, backend, donate)
+    return Jitted(f, static, backend, donate, static_argnames)
 
 
 def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., Graph]:

@@ -96,4 +96,5 @@ PARAM_TYPES = {
         lambda v: type(v) in (int, float, bool, complex),
     ),
     "subscripts": ("a string", lambda v: type(v) is str),
+    "order": ("an int (int64)", _int),
 }

@@ -10,6 +10,8 @@ from tracegrad.numpy import (
     _at,
     _calculus,
     _creation,
+    _dtypes,
+    _editing,
     _elementwise,
     _indexing,
     _linalg,
@@ -23,6 +25,8 @@ from tracegrad.numpy import (
 from tracegrad.numpy._at import *
 from tracegrad.numpy._calculus import *
 from tracegrad.numpy._creation import *
+from tracegrad.numpy._dtypes import *
+from tracegrad.numpy._editing import *
 from tracegrad.numpy._elementwise import *
 from tracegrad.numpy._indexing import *
 from tracegrad.numpy._linalg import *
@@ -40,6 +44,8 @@ __all__ = (
     + _indexing.__all__
     + _linalg.__all__
     + _creation.__all__
+    + _dtypes.__all__
+    + _editing.__all__
     + _logic.__all__
     + _sorting.__all__
     + _calculus.__all__

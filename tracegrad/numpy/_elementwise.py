@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import operator
+
+import numpy as np
+
 from tracegrad.core import bind
+from tracegrad.numpy._common import asarray_or_tracer
 from tracegrad.primitives import elementwise as ew
 
 __all__ = []
@@ -25,7 +30,7 @@ def _export(name, prim, doc=None):
     return f
 
 
-for _p in ew.UNARY + ew.BINARY:
+for _p in ew.UNARY + ew.BINARY + (ew.conjugate_p,):
     _export(_p.name, _p)
 
 # NumPy's other names for the same ufuncs (np.abs is np.absolute, and so on)
@@ -43,20 +48,43 @@ _ALIASES = {
     "atan2": "arctan2",
     "radians": "deg2rad",
     "degrees": "rad2deg",
+    "conj": "conjugate",
 }
 for _alias, _name in _ALIASES.items():
     globals()[_alias] = globals()[_name]
     __all__.append(_alias)
 
 
-def round(a, decimals=0):  # noqa: A001 - NumPy's name
-    """`np.round`; only `decimals=0` (NumPy's rint, round half to even) is supported."""
-    if decimals != 0:
-        raise NotImplementedError(
-            f"tracegrad.numpy.round: decimals={decimals} is not supported; use "
-            "rint(a * 10**d) / 10**d"
-        )
-    return bind(ew.rint_p, a)
+def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
+    """`np.round`: NumPy's own computation, `rint(a * 10**d) / 10**d` (or `rint(a / 10**-d) *
+    10**-d` for negative `decimals`) with the power of ten as a Python float, so the bits match
+    (halves round to even). Integers are returned unchanged for `decimals >= 0` and rounded in
+    float64 then cast back otherwise. Piecewise constant: the derivative is zero."""
+    if out is not None:
+        raise TypeError(_OUT_REFUSED.format(name="round"))
+    decimals = operator.index(decimals)
+    a = asarray_or_tracer(a)
+    kind = np.dtype(a.dtype).kind if hasattr(a, "dtype") else np.asarray(a).dtype.kind
+    if decimals == 0 and kind not in "biu":
+        return bind(ew.rint_p, a)
+    if kind in "biu" and decimals >= 0:
+        return a
+    f = _power_of_ten(abs(decimals))
+    if decimals >= 0:
+        return bind(ew.divide_p, bind(ew.rint_p, bind(ew.multiply_p, a, f)), f)
+    y = bind(ew.multiply_p, bind(ew.rint_p, bind(ew.divide_p, a, f)), f)
+    return ew.astype(y, a.dtype) if kind in "biu" else y
+
+
+def _power_of_ten(n: int) -> float:
+    """10**n as NumPy's round computes it: exact up to 1e8, then repeated multiplication by 10
+    (which differs from Python's correctly rounded 10.0**n for large n)."""
+    if n < 9:
+        return float(10**n)
+    ret = 1e9
+    for _ in range(n - 9):
+        ret *= 10.0
+    return ret
 
 
 around = round
@@ -93,4 +121,95 @@ def astype(x, dtype, /, *, copy=True):
     return ew.astype(x, dtype)
 
 
-__all__ += ["round", "around", "where", "clip", "astype"]
+_OUT_REFUSED = (
+    "tracegrad.numpy.{name}: out= would write a traced result into an array in place, which "
+    "cannot hold it; drop out= and use the returned value"
+)
+
+
+def real(val):
+    """`np.real`: the real part (the input itself for a real array)."""
+    return ew.real(asarray_or_tracer(val))
+
+
+def imag(val):
+    """`np.imag`: the imaginary part (zeros for a real array, with no derivative)."""
+    return ew.imag(asarray_or_tracer(val))
+
+
+def angle(z, deg=False):
+    """`np.angle`, as NumPy computes it: arctan2(imag, real), with 0 for the imaginary part of
+    a real input."""
+    z = asarray_or_tracer(z)
+    if isinstance(z, int | float | bool):
+        z = np.asarray(z)
+    if np.dtype(z.dtype).kind == "c":
+        a = bind(ew.arctan2_p, ew.imag(z), ew.real(z))
+    else:
+        a = bind(ew.arctan2_p, 0, z)
+    return bind(ew.multiply_p, a, 180 / np.pi) if deg else a
+
+
+def sinc(x):
+    """`np.sinc`, sin(pi x) / (pi x); derivatives of every order are exact at 0."""
+    return ew.sinc(_strong(x))
+
+
+def fix(x, out=None):
+    """`np.fix`: rounds toward zero (NumPy computes it as trunc); the derivative is zero."""
+    if out is not None:
+        raise TypeError(_OUT_REFUSED.format(name="fix"))
+    return bind(ew.trunc_p, _strong(x))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """`np.nan_to_num`: NaN, +inf and -inf replaced (by default with 0 and the largest finite
+    values of x's dtype), as NumPy's copyto with a mask does; elsewhere x, so the derivative is
+    1 at finite values and 0 at the replaced ones. Integer arrays are returned as they are."""
+    x = _strong(x)
+    dtype = np.dtype(x.dtype)
+    if dtype.kind not in "fc":
+        return x
+    if dtype.kind == "c":
+        raise NotImplementedError(
+            "tracegrad.numpy.nan_to_num: complex inputs are not supported yet; apply it to "
+            "np.real(x) and np.imag(x) separately"
+        )
+    info = np.finfo(dtype)
+    maxf = info.max if posinf is None else posinf
+    minf = info.min if neginf is None else neginf
+    # NumPy writes nan, then +inf's value, then -inf's, each cast to x's dtype
+    y = ew.where(bind(ew.isnan_p, x), _cast(nan, dtype), x)
+    is_inf = bind(ew.isinf_p, x)
+    negative = bind(ew.signbit_p, x)
+    y = ew.where(
+        bind(ew.logical_and_p, is_inf, bind(ew.logical_not_p, negative)), _cast(maxf, dtype), y
+    )
+    return ew.where(bind(ew.logical_and_p, is_inf, negative), _cast(minf, dtype), y)
+
+
+def _strong(x):
+    # NumPy's functions start with asanyarray: Python scalars become strong NumPy values
+    x = asarray_or_tracer(x)
+    return np.asarray(x) if isinstance(x, int | float | complex | bool) else x
+
+
+def _cast(value, dtype):
+    return (
+        np.asarray(value).astype(dtype) if not hasattr(value, "aval") else ew.astype(value, dtype)
+    )
+
+
+__all__ += [
+    "round",
+    "around",
+    "where",
+    "clip",
+    "astype",
+    "real",
+    "imag",
+    "angle",
+    "sinc",
+    "fix",
+    "nan_to_num",
+]

@@ -14,13 +14,25 @@ import numpy as np
 
 from tracegrad.core import Boxed, Tracer
 from tracegrad.errors import ConcretizationError, user_frame_location
-from tracegrad.numpy._common import asarray_or_tracer, ndim_of, shape_of
+from tracegrad.numpy._common import asarray_or_tracer, concrete_value, ndim_of, shape_of
 from tracegrad.primitives import broadcasting, slicing, views
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import indexing as ix
 from tracegrad.primitives import shape as sp
 
-__all__ = ["getitem", "take", "take_along_axis", "diagonal", "trace", "tril", "triu"]
+__all__ = [
+    "getitem",
+    "take",
+    "take_along_axis",
+    "diagonal",
+    "trace",
+    "tril",
+    "triu",
+    "select",
+    "choose",
+    "compress",
+    "extract",
+]
 
 _VALID = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
@@ -322,3 +334,109 @@ def triu(m, k=0):
     m = asarray_or_tracer(m)
     mask = np.tri(*shape_of(m)[-2:], k=k - 1, dtype=bool)
     return ew.where(mask, np.zeros(1, m.dtype), m)
+
+
+# -- choosing by conditions and masks ---------------------------------------------------------
+
+
+def select(condlist, choicelist, default=0):
+    """`np.select`, as NumPy computes it: the default, overwritten by each choice where its
+    condition holds, from the last to the first (the first true condition wins); the
+    derivative flows to the choice that was picked."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    weak = (int, float, complex)
+    choices = [c if type(c) in weak else asarray_or_tracer(c) for c in choicelist]
+    default = default if type(default) in weak else asarray_or_tracer(default)
+    try:
+        dtype = np.result_type(*(_promotion_key(c) for c in [*choices, default]))
+    except TypeError as e:
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") from None
+    conds = [asarray_or_tracer(c) for c in condlist]
+    for i, c in enumerate(conds):
+        if _promotion_key(c) != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    shape = np.broadcast_shapes(*(shape_of(c) for c in [*conds, *choices, default]))
+    result = broadcasting.broadcast_to(_cast(default, dtype), shape)
+    for choice, cond in zip(choices[::-1], conds[::-1]):
+        result = ew.where(cond, _cast(choice, dtype), result)
+    return result
+
+
+def _promotion_key(x):
+    if isinstance(x, int | float | complex):
+        return x
+    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def _cast(x, dtype):
+    if isinstance(x, Boxed):
+        return x if x.dtype == dtype else ew.astype(x, dtype)
+    return np.asarray(x, dtype=dtype)
+
+
+def choose(a, choices, out=None, mode="raise"):
+    """`np.choose`: `choices[a[i]][i]` with `a` and the choices broadcast together (a gather
+    from the stacked choices; the derivative flows to the chosen entries)."""
+    if out is not None:
+        raise NotImplementedError("tracegrad.numpy.choose: out= is not supported")
+    if mode != "raise":
+        raise NotImplementedError(
+            f"tracegrad.numpy.choose: mode={mode!r} is not supported; only mode='raise'"
+        )
+    index = asarray_or_tracer(a)
+    choices = [asarray_or_tracer(c) for c in choices]
+    shape = np.broadcast_shapes(shape_of(index), *(shape_of(c) for c in choices))
+    dtype = np.result_type(*(_promotion_key(c) for c in choices))
+    stacked = _stack([broadcasting.broadcast_to(_cast(c, dtype), shape) for c in choices])
+    index = _index_array(index)
+    if (
+        isinstance(index, np.ndarray)
+        and index.size
+        and (index.min() < 0 or index.max() >= len(choices))
+    ):
+        raise ValueError("invalid entry in choice array")
+    grid = np.indices(shape, sparse=True)
+    return getitem(stacked, (broadcasting.broadcast_to(index, shape), *grid))
+
+
+def _stack(arrays):
+    return sp.concatenate([views.expand_dims(a, (0,)) for a in arrays], 0)
+
+
+def compress(condition, a, axis=None, out=None):
+    """`np.compress`: the slices of `a` along `axis` where `condition` (1-d) holds; the
+    result's shape depends on the condition's values (concrete values only)."""
+    if out is not None:
+        raise NotImplementedError("tracegrad.numpy.compress: out= is not supported")
+    cond = _condition_value(condition, "np.compress")
+    if cond.ndim != 1:
+        raise ValueError("condition must be a 1-d array")
+    a = asarray_or_tracer(a)
+    if axis is None:
+        a = views.reshape(a, (int(np.prod(shape_of(a))),))
+        axis = 0
+    n = shape_of(a)[axis]
+    if cond.size > n:
+        raise IndexError(f"index {cond.size - 1} is out of bounds for axis {axis} with size {n}")
+    return take(a, np.flatnonzero(cond), axis=axis)
+
+
+def extract(condition, arr):
+    """`np.extract`: the elements of `arr` where `condition` holds, both flattened (NumPy's
+    `take(ravel(arr), nonzero(ravel(condition))[0])`)."""
+    cond = _condition_value(condition, "np.extract").reshape(-1)
+    a = asarray_or_tracer(arr)
+    return take(a, np.flatnonzero(cond))
+
+
+def _condition_value(condition, what: str) -> np.ndarray:
+    """A condition whose values decide the result's shape: concrete, as a bool array."""
+    value = concrete_value(
+        asarray_or_tracer(condition),
+        what,
+        "Use tracegrad.numpy.where(condition, a, 0) to keep the shape.",
+    )
+    return value.astype(bool)

@@ -637,6 +637,181 @@ astype_p = Primitive(
     torch_name="ToCopyBackward0",
 )
 
+# -- sinc -------------------------------------------------------------------------------------
+# np.sinc(x) = sin(pi x) / (pi x). Its k-th derivative is a primitive of its own,
+# `sinc_derivative[order=k]`, exact at 0 to every order (where a composition of sin and divide
+# would give 0 for the second derivative instead of -pi^2/3, as HIPS autograd's does): pi^k
+# g^(k)(u) at u = pi x, g(u) = sin(u)/u, from its Maclaurin series for |u| < 1 and from Leibniz'
+# rule beyond, sum_j C(k,j) sin(u + j pi/2) (-1)^(k-j) (k-j)! / u^(k-j+1). impl and emit run the
+# same NumPy text, so the code generator gives the interpreter's bits.
+
+
+def sinc(x):
+    return bind(sinc_p, x)
+
+
+def sinc_derivative(x, order: int):
+    return bind(sinc_derivative_p, x, order=int(order))
+
+
+def _sinc_shape(x: Aval):
+    return Aval(x.shape, np.result_type(x.dtype, 1.0))
+
+
+def _sinc_derivative_shape(x: Aval, *, order):
+    if type(order) is not int or order < 1:
+        raise ValueError(f"sinc_derivative: order must be a positive int, got {order!r}")
+    return _sinc_shape(x)
+
+
+_SERIES_TERMS = 12
+
+
+def _sinc_derivative_text(x: str, order: int) -> str:
+    k = order
+    first = (k + 1) // 2
+    fact = math.factorial
+    series = " + ".join(
+        f"{(-1) ** n * fact(2 * n) / (fact(2 * n - k) * fact(2 * n + 1))!r} * _u ** {2 * n - k}"
+        for n in range(first, first + _SERIES_TERMS)
+    )
+    trig = ("_s", "_c", "(-_s)", "(-_c)")
+    leibniz = " + ".join(
+        f"{math.comb(k, j) * (-1) ** (k - j) * math.factorial(k - j)!r} * {trig[j % 4]}"
+        f" * _r ** {k - j + 1}"
+        for j in range(k + 1)
+    )
+    return (
+        "(lambda _u: (lambda _small, _v: (lambda _s, _c, _r: "
+        f"np.where(_small, {series}, {leibniz}))(np.sin(_v), np.cos(_v), 1.0 / _v))"
+        "(np.abs(_u) < 1.0, np.where(np.abs(_u) < 1.0, 1.0, _u)))"
+        f"(np.pi * {x}) * {math.pi**k!r}"
+    )
+
+
+_SINC_DERIVATIVE_IMPLS: dict[int, object] = {}
+
+
+def _sinc_derivative_impl(x, *, order):
+    fn = _SINC_DERIVATIVE_IMPLS.get(order)
+    if fn is None:  # the emitted text, compiled once per order (our own text, no user input)
+        code = compile(
+            f"lambda x: {_sinc_derivative_text('x', order)}", "<sinc_derivative>", "eval"
+        )
+        fn = _SINC_DERIVATIVE_IMPLS[order] = eval(code, {"np": np})  # noqa: S307
+    return fn(np.asarray(x))
+
+
+def _sinc_rules(order: int):
+    """(jvp, vjp) of the `order`-th derivative of sinc: the next one times the tangent."""
+
+    def jvp(primals, tangents, *, out, **params):
+        (t,) = tangents
+        return None if t is None else t * sinc_derivative(primals[0], order + 1)
+
+    def vjp(bar, x, *, out, **params):
+        return (bar * sinc_derivative(x, order + 1) if carries_derivative(x) else None,)
+
+    return jvp, vjp
+
+
+def _sinc_derivative_jvp(primals, tangents, *, out, order):
+    return _sinc_rules(order)[0](primals, tangents, out=out)
+
+
+def _sinc_derivative_vjp(bar, x, *, out, order):
+    return _sinc_rules(order)[1](bar, x, out=out)
+
+
+_sinc_jvp, _sinc_vjp = _sinc_rules(0)
+
+sinc_p = Primitive(
+    "sinc",
+    impl=np.sinc,
+    shape=_sinc_shape,
+    jvp=_sinc_jvp,
+    vjp=_sinc_vjp,
+    batch=_BATCH,
+    emit=lambda x: f"np.sinc({x})",
+    vjp_reads=_IN,
+    layout=Layout.ELEMENTWISE,
+)
+sinc_derivative_p = Primitive(
+    "sinc_derivative",
+    impl=_sinc_derivative_impl,
+    shape=_sinc_derivative_shape,
+    jvp=_sinc_derivative_jvp,
+    vjp=_sinc_derivative_vjp,
+    batch=_BATCH,
+    emit=lambda x, *, order: _sinc_derivative_text(x, order),
+    vjp_reads=_IN,
+    layout=Layout.ELEMENTWISE,
+)
+
+# -- real, imag, conjugate -------------------------------------------------------------------
+# The linear maps between complex numbers and their parts, with JAX's transposes (the cotangent
+# of a complex input is the conjugate of PyTorch's): real's is `bar + 0j`, imag's `-1j * bar`,
+# conjugate's `conj(bar)`. On real inputs real and conjugate are the identity and imag a
+# constant zero.
+
+
+def real(x):
+    return bind(real_p, x)
+
+
+def imag(x):
+    return bind(imag_p, x)
+
+
+def conjugate(x):
+    return bind(conjugate_p, x)
+
+
+def _part_shape(x: Aval):
+    dtype = x.dtype if x.dtype.kind != "c" else np.dtype(f"f{x.dtype.itemsize // 2}")
+    return Aval(x.shape, dtype, x.weak_type)
+
+
+def _real_vjp(bar, x, *, out):
+    if not carries_derivative(x):
+        return (None,)
+    return (astype(bar, dtype_of(x)) if dtype_of(x).kind == "c" else bar,)
+
+
+def _imag_jvp(primals, tangents, *, out):
+    (t,) = tangents
+    return None if t is None or dtype_of(primals[0]).kind != "c" else imag(t)
+
+
+def _imag_vjp(bar, x, *, out):
+    if not carries_derivative(x) or dtype_of(x).kind != "c":
+        return (None,)  # the imaginary part of a real number is a constant 0
+    return (astype(bind(multiply_p, bar, -1j), dtype_of(x)),)
+
+
+real_p = Primitive(
+    "real",
+    impl=np.real,
+    shape=_part_shape,
+    jvp=lambda primals, tangents, *, out: None if tangents[0] is None else real(tangents[0]),
+    vjp=_real_vjp,
+    batch=_BATCH,
+    emit=lambda x: f"np.real({x})",
+    vjp_reads=READS_NOTHING,
+    layout=Layout.VIEW,  # the input itself when it is real, a strided view when complex
+)
+imag_p = Primitive(
+    "imag",
+    impl=np.imag,
+    shape=_part_shape,
+    jvp=_imag_jvp,
+    vjp=_imag_vjp,
+    batch=_BATCH,
+    emit=lambda x: f"np.imag({x})",
+    vjp_reads=READS_NOTHING,
+)
+conjugate_p = _u("conjugate", linear=lambda t: conjugate(t), torch_name="ConjBackward0")
+
 # -- stop_gradient ----------------------------------------------------------------------------
 
 
@@ -658,4 +833,18 @@ stop_gradient_p = Primitive(
     layout=Layout.SAME,
 )
 
-PRIMITIVES = UNARY + BINARY + (where_p, clip_p, astype_p, stop_gradient_p)
+PRIMITIVES = (
+    UNARY
+    + BINARY
+    + (
+        where_p,
+        clip_p,
+        astype_p,
+        real_p,
+        imag_p,
+        conjugate_p,
+        sinc_p,
+        sinc_derivative_p,
+        stop_gradient_p,
+    )
+)

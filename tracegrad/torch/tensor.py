@@ -117,6 +117,12 @@ def _implemented(*names: str) -> tuple[_Implemented, ...]:
     return tuple(_Implemented(n) for n in names)
 
 
+_SCALAR_WARNING = (
+    "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+    "Consider using tensor.detach() first."
+)
+
+
 class Tensor(Boxed):
     """A NumPy array with PyTorch's autograd surface (`requires_grad`, `grad`, `backward`)."""
 
@@ -322,6 +328,10 @@ class Tensor(Boxed):
         return value.item()
 
     def __float__(self) -> float:
+        # PyTorch warns here (and not in int(), complex() or item()): the number keeps no
+        # gradient. Only in grad mode, as PyTorch.
+        if self.requires_grad and _enabled.get():
+            warnings.warn(_SCALAR_WARNING, UserWarning, stacklevel=2)
         return float(self._scalar())
 
     def __int__(self) -> int:

@@ -69,6 +69,11 @@ def _astype(data, dtype):
     return (x,), {"dtype": np.dtype(target)}
 
 
+def _sinc_derivative(data, dtype):
+    (x,), _ = _unary(-2.5, 2.5).draw(data, dtype)
+    return (x,), {"order": data.draw(S.st.integers(1, 4), label="order")}
+
+
 SAMPLES = {
     ew.negative_p: _unary(-2, 2),
     ew.positive_p: _unary(-2, 2),
@@ -139,5 +144,10 @@ SAMPLES = {
     ew.where_p: Sample(_where, ints=((1, -2, 2, True), (2, -2, 2, True))),
     ew.clip_p: Sample(_clip),
     ew.astype_p: Sample(_astype, tol=1e-5),
+    ew.real_p: _unary(-2, 2),
+    ew.imag_p: _unary(-2, 2, fd=False),
+    ew.conjugate_p: _unary(-2, 2),
+    ew.sinc_p: _unary(-2.5, 2.5),
+    ew.sinc_derivative_p: Sample(_sinc_derivative),
     ew.stop_gradient_p: _unary(-2, 2, fd=False),
 }
