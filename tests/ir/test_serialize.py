@@ -1011,6 +1011,23 @@ def _updates(x):
     return at.set(2.0), at.add(x[0]), at.multiply(3.0), at.min(0.5), at.max(x[1])
 
 
+def _sorting(x):
+    # every sorting primitive; the vmap gives searchsorted batch axes (batch_dims=1)
+    rows = tg.vmap(lambda a, v: np.searchsorted(a, v, side="right"))(np.sort(x, axis=1), x)
+    return (
+        np.sort(x, axis=0, kind="stable"),
+        np.argsort(x),
+        np.partition(x, (0, 2), axis=1),
+        np.argpartition(x, 1, axis=0),
+        np.searchsorted(x[0], x[1]),
+        rows,
+        np.lexsort((x[0], x[1])),
+        tg.numpy.nonzero(x > 2, size=4, fill_value=-1),
+        np.nanmax(x, axis=1),
+        np.nanmin(x, keepdims=True),
+    )
+
+
 COVERAGE = [
     (tg.grad(lambda x: np.sum(np.sinc(x))), (_X,)),
     (_reductions, (_X,)),
@@ -1020,6 +1037,18 @@ COVERAGE = [
     (_indexing, (_X,)),
     (_products, (_X, np.ones((4, 3)))),
     (tg.grad(_backward), (_X,)),
+    (_sorting, (_X,)),
+    (
+        lambda x: (
+            np.einsum("ij,jk,kl->il", x, x.T, x, optimize=True, dtype="f4", casting="same_kind"),
+            (np.vecdot(x, x), np.matvec(x, x[0]), np.vecmat(x[:, 0], x)),
+            (np.sum(x, where=x > 2), np.prod(x, axis=0, initial=2.0)),
+            (np.max(x, axis=1, where=x < 5, initial=0.0), np.min(x, initial=9.0)),
+        ),
+        (_X,),
+    ),
+    # calculus: correlate's mode (and interp, whose derivative reads interp_interval)
+    (tg.grad(lambda x: np.sum(np.interp(x[1], x[0], np.correlate(x[0], x[1], "same")))), (_X,)),
 ]
 COVERAGE_GRAPHS = [tg.make_graph(f)(*args) for f, args in COVERAGE]
 
@@ -1080,6 +1109,14 @@ BAD_PARAMS = {
     "constant_values": {"str": "0"},
     "subscripts": {"tuple": []},
     "order": {"float": 1.0},
+    "stable": {"int": 1},
+    "kth": {"tuple": [{"float": 1.0}]},
+    "right": {"str": "True"},
+    "batch_dims": {"int": -1},
+    "size": {"int": -2},
+    "fill_value": {"int": 0},
+    "optimize": {"str": "greedy"},
+    "mode": {"int": 3},
 }
 
 

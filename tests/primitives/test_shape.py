@@ -411,8 +411,14 @@ def test_other_shape_errors():
         ),
         (
             NotImplementedError,
-            "pad: mode='reflect' is not supported",
-            lambda a: np.pad(a, 1, mode="reflect"),
+            "pad: a callable mode .* fills a NumPy array in place",
+            lambda a: np.pad(a, 1, mode=lambda vector, width, axis, kwargs: None),
+            [(3,)],
+        ),
+        (
+            ValueError,
+            "mode 'spiral' is not supported",
+            lambda a: np.pad(a, 1, mode="spiral"),
             [(3,)],
         ),
         (

@@ -97,4 +97,19 @@ PARAM_TYPES = {
     ),
     "subscripts": ("a string", lambda v: type(v) is str),
     "order": ("an int (int64)", _int),
+    # sorting: sort/argsort's stability, partition's kth, searchsorted's side and batch axes,
+    # nonzero's static size and one fill value per axis
+    "stable": _FLAG,
+    "kth": ("a tuple of ints (int64)", functools.partial(_ints, max_len=None)),
+    "right": _FLAG,
+    "batch_dims": ("an int in [0, 64]", lambda v: _int(v) and 0 <= v <= MAX_NDIM),
+    "size": ("a non-negative int (int64)", lambda v: _int(v) and v >= 0),
+    "fill_value": ("a tuple of at most 64 ints (int64)", _ints),
+    # einsum's contraction path (np.einsum_path's steps without the 'einsum_path' tag), or False
+    "optimize": (
+        "False or a tuple of tuples of ints (a contraction path)",
+        lambda v: v is False or (type(v) is tuple and all(_ints(p, max_len=None) for p in v)),
+    ),
+    # correlate's mode by NumPy's code (0 valid, 1 same, 2 full)
+    "mode": ("0, 1 or 2 (valid, same, full)", lambda v: type(v) is int and 0 <= v <= 2),
 }

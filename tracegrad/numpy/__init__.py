@@ -9,6 +9,7 @@ run NumPy itself and return the same values, bit for bit.
 from tracegrad.numpy import (
     _at,
     _calculus,
+    _counting,
     _creation,
     _dtypes,
     _editing,
@@ -24,6 +25,7 @@ from tracegrad.numpy import (
 )
 from tracegrad.numpy._at import *
 from tracegrad.numpy._calculus import *
+from tracegrad.numpy._counting import *
 from tracegrad.numpy._creation import *
 from tracegrad.numpy._dtypes import *
 from tracegrad.numpy._editing import *
@@ -49,6 +51,7 @@ __all__ = (
     + _logic.__all__
     + _sorting.__all__
     + _calculus.__all__
+    + _counting.__all__
     + _statistics.__all__
     + _nanfunctions.__all__
     + _at.__all__

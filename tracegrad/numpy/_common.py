@@ -8,6 +8,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from tracegrad.core import Boxed, Tracer
 from tracegrad.errors import ConcretizationError, user_frame_location
+from tracegrad.primitives.elementwise import astype
 
 
 def asarray_or_tracer(x):
@@ -15,6 +16,35 @@ def asarray_or_tracer(x):
     if isinstance(x, Boxed | np.ndarray | np.generic | bool | int | float | complex):
         return x
     return np.asarray(x)
+
+
+def as_array(x):
+    """Like np.asanyarray: traced values as they are, anything else (Python scalars too) a
+    NumPy array (strong, as NumPy's functions make their arguments)."""
+    return x if isinstance(x, Boxed) else np.asarray(x)
+
+
+def cast(x, dtype):
+    """`x` (traced, an array, or a Python scalar) as `dtype`; itself when it already is."""
+    dtype = np.dtype(dtype)
+    if isinstance(x, Boxed):
+        return x if x.dtype == dtype else astype(x, dtype)
+    x = np.asarray(x)
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+def known_value(x):
+    """The value behind `x` when there is one now (a plain value, or a concretely traced one
+    at any nesting); None under abstract tracing (jit, vmap, make_graph), where checks on
+    values are skipped."""
+    v = x
+    while isinstance(v, Tracer):
+        v = v.val
+        if v is None:
+            return None
+    if isinstance(v, Boxed):
+        v = v._constant_value()
+    return v
 
 
 def shape_of(x) -> tuple[int, ...]:

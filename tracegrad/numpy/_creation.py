@@ -17,7 +17,14 @@ import numpy as np
 
 from tracegrad.core import Boxed, Tracer, bind
 from tracegrad.numpy._at import at, ndarray
-from tracegrad.numpy._common import asarray_or_tracer, concrete_value, ndim_of, shape_of
+from tracegrad.numpy._common import (
+    as_array,
+    asarray_or_tracer,
+    cast,
+    concrete_value,
+    ndim_of,
+    shape_of,
+)
 from tracegrad.numpy._indexing import diagonal
 from tracegrad.numpy._reductions import any as _any
 from tracegrad.primitives import broadcasting, views
@@ -263,7 +270,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     dt = _inexact_dtype(start, stop)
     integer_dtype = dtype is not None and np.issubdtype(dtype, np.integer)
     dtype = dt if dtype is None else np.dtype(dtype)
-    delta = bind(ew.subtract_p, _cast(stop, dt), _cast(start, dt))
+    delta = bind(ew.subtract_p, cast(stop, dt), cast(start, dt))
     extra = (1,) * ndim_of(delta)
     y = np.arange(0, num, dtype=dt).reshape((-1, *extra))
     if div > 0:
@@ -275,14 +282,14 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     else:
         step = np.nan
         y = bind(ew.multiply_p, y, delta)
-    y = _cast(bind(ew.add_p, y, start), dt)  # NumPy's `y += start` keeps y's dtype
+    y = cast(bind(ew.add_p, y, start), dt)  # NumPy's `y += start` keeps y's dtype
     if endpoint and num > 1:
         y = at(y)[-1, ...].set(stop)
     if axis != 0:
         y = views.move_axis(y, 0, axis % ndim_of(y))
     if integer_dtype:
         y = bind(ew.floor_p, y)
-    y = _cast(y, dtype)
+    y = cast(y, dtype)
     return (y, step) if retstep else y
 
 
@@ -296,7 +303,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
         base = views.expand_dims(base, (axis % (ndim_of(base) + 1),))
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
     out = bind(ew.power_p, base, y)
-    return out if dtype is None else _cast(out, np.dtype(dtype))
+    return out if dtype is None else cast(out, np.dtype(dtype))
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
@@ -304,7 +311,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     base-10 logarithms, the endpoints set exactly, rotated back."""
     if not (_traced(start) or _traced(stop)):
         return _ours(np.geomspace(start, stop, num, endpoint, dtype, axis))
-    start, stop = _strong(start), _strong(stop)
+    start, stop = as_array(start), as_array(stop)
     for v in (start, stop):
         known = v.val if isinstance(v, Tracer) else v
         if known is not None and np.any(np.asarray(known) == 0):
@@ -312,7 +319,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     # NumPy's result_type(start, stop, float(num), zeros((), dtype)): float64 when no dtype
     dt = np.result_type(start.dtype, stop.dtype, float(num), np.dtype(dtype or np.float64))
     dtype = dt if dtype is None else np.dtype(dtype)
-    start, stop = _cast(start, dt), _cast(stop, dt)
+    start, stop = cast(start, dt), cast(stop, dt)
     out_sign = bind(ew.sign_p, start)
     start = bind(ew.divide_p, start, out_sign)
     stop = bind(ew.divide_p, stop, out_sign)
@@ -325,17 +332,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     result = bind(ew.multiply_p, result, out_sign)
     if axis != 0:
         result = views.move_axis(result, 0, axis % ndim_of(result))
-    return _cast(result, dtype)
-
-
-def _cast(x, dtype):
-    if not _traced(x):
-        return np.asarray(x).astype(dtype)
-    return x if x.dtype == dtype else ew.astype(x, dtype)
-
-
-def _strong(x):
-    return x if _traced(x) else np.asarray(x)
+    return cast(result, dtype)
 
 
 def _at_least(x, nd):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import inspect
 import sys
 
 import numpy as np
@@ -87,9 +88,13 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         if fn is None:
             raise _unsupported(f"np.{ufunc.__name__}")
         if kwargs:
-            raise NotImplementedError(
-                f"tracegrad: np.{ufunc.__name__} with arguments {sorted(kwargs)} is not supported"
-            )
+            unsupported = sorted(set(kwargs) - _keywords(fn))
+            if unsupported:
+                raise NotImplementedError(
+                    f"tracegrad: np.{ufunc.__name__} with the arguments {unsupported} is not "
+                    "supported"
+                )
+            return fn(*inputs, **kwargs)
         return fn(*inputs)
     if method == "reduce" and ufunc in _REDUCE:
         fn = getattr(namespace, _REDUCE[ufunc], None)
@@ -102,6 +107,13 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             kwargs.setdefault("axis", 0)
             return fn(*inputs, **kwargs)
     raise _unsupported(f"np.{ufunc.__name__}.{method}")
+
+
+@functools.cache
+def _keywords(fn) -> frozenset[str]:
+    """The keyword arguments `fn` takes (a gufunc's `axis`, `axes`, `keepdims`, ...)."""
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return frozenset(n for n, p in inspect.signature(fn).parameters.items() if p.kind in kinds)
 
 
 def array_function(func, args, kwargs):

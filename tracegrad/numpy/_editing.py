@@ -14,18 +14,18 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from tracegrad.core import Boxed
-from tracegrad.numpy._common import asarray_or_tracer, concrete_value, ndim_of, shape_of
+from tracegrad.numpy._common import (
+    as_array,
+    cast,
+    concrete_value,
+    ndim_of,
+    shape_of,
+)
 from tracegrad.numpy._indexing import getitem, take
 from tracegrad.primitives import broadcasting, views
-from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import shape as sp
 
 __all__ = ["append", "insert", "delete", "resize", "trim_zeros"]
-
-
-def _array(x):
-    x = asarray_or_tracer(x)
-    return x if isinstance(x, Boxed | np.ndarray) else np.asarray(x)
 
 
 def _flat(x):
@@ -42,24 +42,18 @@ def _axis_of(arr, axis, fname):
 
 def append(arr, values, axis=None):
     """`np.append`: `concatenate((arr, values), axis)`, both flattened when axis is None."""
-    arr, values = _array(arr), _array(values)
+    arr, values = as_array(arr), as_array(values)
     if axis is None:
         arr, values = _flat(arr), _flat(values)
         axis = ndim_of(arr) - 1
     dtype = np.result_type(*(np.dtype(v.dtype) for v in (arr, values)))
-    return sp.concatenate([_cast(arr, dtype), _cast(values, dtype)], axis)
-
-
-def _cast(x, dtype):
-    if x.dtype == dtype:
-        return x
-    return ew.astype(x, dtype) if isinstance(x, Boxed) else np.asarray(x).astype(dtype)
+    return sp.concatenate([cast(arr, dtype), cast(values, dtype)], axis)
 
 
 def delete(arr, obj, axis=None):
     """`np.delete`: a gather of the positions NumPy keeps (found by deleting from an index
     range with NumPy itself, so every form of `obj` means what it means there)."""
-    arr, axis = _axis_of(_array(arr), axis, "delete")
+    arr, axis = _axis_of(as_array(arr), axis, "delete")
     obj = _static_index(obj, "delete")
     keep = np.delete(np.arange(shape_of(arr)[axis]), obj)
     return take(arr, keep, axis=axis)
@@ -69,11 +63,11 @@ def insert(arr, obj, values, axis=None):
     """`np.insert`: `values` (cast to arr's dtype and broadcast as NumPy does) concatenated
     after `arr` along `axis`, then gathered into the order NumPy's insert gives, which is
     found by inserting markers -1, -2, ... into an index range with NumPy itself."""
-    arr, axis = _axis_of(_array(arr), axis, "insert")
+    arr, axis = _axis_of(as_array(arr), axis, "insert")
     obj = _static_index(obj, "insert")
     shape = shape_of(arr)
     n, nd = shape[axis], len(shape)
-    values = _cast(_array(values), np.dtype(arr.dtype))
+    values = cast(as_array(values), np.dtype(arr.dtype))
     if ndim_of(values) < nd:  # NumPy's array(values, ndmin=arr.ndim)
         values = _reshape(values, (1,) * (nd - ndim_of(values)) + shape_of(values))
     indices = _indices(obj, n)
@@ -132,7 +126,7 @@ def resize(a, new_shape):
     new_shape = tuple(operator.index(d) for d in new_shape)
     if any(d < 0 for d in new_shape):
         raise ValueError("all elements of `new_shape` must be non-negative")
-    a = _flat(_array(a))
+    a = _flat(as_array(a))
     size = shape_of(a)[0]
     new_size = int(np.prod(new_shape))
     if size == 0 or new_size == 0:
@@ -145,7 +139,7 @@ def resize(a, new_shape):
 def trim_zeros(filt, trim="fb", axis=None):
     """`np.trim_zeros`: the slice without leading/trailing zeros; where it ends depends on
     the values, so they must be concrete (the kept values stay differentiable)."""
-    f = _array(filt)
+    f = as_array(filt)
     value = concrete_value(f, "np.trim_zeros", "Trim with a slice of known bounds instead.")
     trim = trim.lower()
     if trim not in {"fb", "bf", "f", "b"}:

@@ -14,7 +14,7 @@ import numpy as np
 
 from tracegrad.core import Boxed, Tracer
 from tracegrad.errors import ConcretizationError, user_frame_location
-from tracegrad.numpy._common import asarray_or_tracer, concrete_value, ndim_of, shape_of
+from tracegrad.numpy._common import asarray_or_tracer, cast, concrete_value, ndim_of, shape_of
 from tracegrad.primitives import broadcasting, slicing, views
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import indexing as ix
@@ -359,9 +359,9 @@ def select(condlist, choicelist, default=0):
         if _promotion_key(c) != np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
     shape = np.broadcast_shapes(*(shape_of(c) for c in [*conds, *choices, default]))
-    result = broadcasting.broadcast_to(_cast(default, dtype), shape)
+    result = broadcasting.broadcast_to(cast(default, dtype), shape)
     for choice, cond in zip(choices[::-1], conds[::-1]):
-        result = ew.where(cond, _cast(choice, dtype), result)
+        result = ew.where(cond, cast(choice, dtype), result)
     return result
 
 
@@ -369,12 +369,6 @@ def _promotion_key(x):
     if isinstance(x, int | float | complex):
         return x
     return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
-
-
-def _cast(x, dtype):
-    if isinstance(x, Boxed):
-        return x if x.dtype == dtype else ew.astype(x, dtype)
-    return np.asarray(x, dtype=dtype)
 
 
 def choose(a, choices, out=None, mode="raise"):
@@ -390,7 +384,7 @@ def choose(a, choices, out=None, mode="raise"):
     choices = [asarray_or_tracer(c) for c in choices]
     shape = np.broadcast_shapes(shape_of(index), *(shape_of(c) for c in choices))
     dtype = np.result_type(*(_promotion_key(c) for c in choices))
-    stacked = _stack([broadcasting.broadcast_to(_cast(c, dtype), shape) for c in choices])
+    stacked = _stack([broadcasting.broadcast_to(cast(c, dtype), shape) for c in choices])
     index = _index_array(index)
     if (
         isinstance(index, np.ndarray)

@@ -3,7 +3,10 @@
 `mean`, `var`, `std`, `ptp` and `average` are the same compositions as NumPy's own
 (`numpy/_core/_methods.py`, `numpy.average`): the same sums in the same dtypes, then the
 division by the count that NumPy does with `true_divide(s, count, casting='unsafe')`, so
-the results agree bit for bit, integer inputs and float32 included. `axis=None` of
+the results agree bit for bit, integer inputs and float32 included. `where=` and `initial=`
+go to the masked reductions (`primitives/masked.py`: NumPy sums each run of selected
+elements on its own, which no masked composition reproduces), `where=` of all/any is a
+`where` before the reduction (booleans have no rounding). `axis=None` of
 argmax/argmin/cumsum/cumprod flattens first, as NumPy does.
 """
 
@@ -16,8 +19,9 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from tracegrad.core import Boxed, Tracer, bind
-from tracegrad.numpy._common import axes, ndim_of, shape_of
-from tracegrad.primitives import broadcasting, reduction, views
+from tracegrad.errors import ConcretizationError
+from tracegrad.numpy._common import axes, concrete_value, ndim_of, shape_of
+from tracegrad.primitives import broadcasting, masked, reduction, views
 from tracegrad.primitives import elementwise as ew
 
 __all__ = [
@@ -93,20 +97,23 @@ def _count(x, axis) -> int:
 def _divide_count(s, n):
     """`s / n` as NumPy's `true_divide(s, intp(n), out=s, casting='unsafe')` computes it.
 
-    NumPy divides in float64 and casts back to s's dtype. Where `n` is exact in s's float
-    dtype, dividing in that dtype directly gives the same bits (a float64 quotient rounded
-    again to float32 or float16 is correctly rounded), and keeps the graph to one divide.
+    NumPy divides in float64 (complex128 for complex sums) and casts back to s's dtype.
+    Where `n` is exact in s's float dtype, dividing in that dtype directly gives the same
+    bits (a float64 quotient rounded again to float32 or float16 is correctly rounded), and
+    keeps the graph to one divide. (Not for complex64: a complex quotient multiplies by 1/n,
+    whose rounding depends on the precision.)
     """
     dtype = np.dtype(s.dtype)
     f = float(n)
-    if dtype == _F8:
+    wide = np.result_type(dtype, np.intp)  # the dtype of NumPy's loop
+    if dtype == wide:
         return bind(ew.divide_p, s, f)
     if dtype.kind == "f":
         with np.errstate(over="ignore"):
             exact = float(np.asarray(f).astype(dtype)) == f
         if exact:
             return bind(ew.divide_p, s, f)
-    return _astype(bind(ew.divide_p, _astype(s, _F8), f), dtype)
+    return _astype(bind(ew.divide_p, _astype(s, wide), f), dtype)
 
 
 def _normalized(fname, a, axis):
@@ -125,49 +132,141 @@ def sum(
     initial=_NoValue,
     where=True,
 ):
-    _reject("sum", out=out is not None, initial=initial is not _NoValue, where=where is not True)
+    """`numpy.sum`; with `where=` or `initial=`, NumPy's masked sum (masked-out elements get
+    no derivative; a traced `initial` gets one)."""
+    _reject("sum", out=out is not None)
     a = _asarray(a)
-    return _reduce_as(broadcasting.sum, a, _normalized("sum", a, axis), _keepdims(keepdims), dtype)
+    axis, keepdims = _normalized("sum", a, axis), _keepdims(keepdims)
+    if initial is _NoValue and where is True:
+        return _reduce_as(broadcasting.sum, a, axis, keepdims, dtype)
+    dtype = _accumulated(np.sum, a, dtype)
+    start = _start("sum", 0 if initial is _NoValue else initial, dtype)
+    return masked.sum_where(a, _mask("sum", a, where), start, axis, keepdims, dtype)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
-    _reject("prod", out=out is not None, initial=initial is not _NoValue, where=where is not True)
+    """`numpy.prod`; `where=` and `initial=` as in `sum`."""
+    _reject("prod", out=out is not None)
     a = _asarray(a)
-    return _reduce_as(reduction.prod, a, _normalized("prod", a, axis), _keepdims(keepdims), dtype)
+    axis, keepdims = _normalized("prod", a, axis), _keepdims(keepdims)
+    if initial is _NoValue and where is True:
+        return _reduce_as(reduction.prod, a, axis, keepdims, dtype)
+    dtype = _accumulated(np.prod, a, dtype)
+    start = _start("prod", 1 if initial is _NoValue else initial, dtype)
+    return masked.prod_where(a, _mask("prod", a, where), start, axis, keepdims, dtype)
+
+
+# -- where= and initial= ----------------------------------------------------------------------
+
+
+def _accumulated(fn, a, dtype) -> np.dtype:
+    return np.dtype(dtype) if dtype is not None else broadcasting.accumulated_dtype(fn, a.dtype)
+
+
+def _mask(fname, a, where):
+    """The `where=` argument as NumPy reads it: lists and scalars become bool arrays, arrays
+    must already be bool (NumPy casts them 'safe'); a 0-d True for where=True."""
+    if where is True:
+        return np.True_
+    if isinstance(where, Boxed | np.ndarray | np.generic):
+        have = np.dtype(where.dtype)
+        if have != np.bool_:
+            raise TypeError(
+                f"{fname}: cannot cast the where= mask from dtype('{have}') to dtype('bool') "
+                "according to the rule 'safe'; pass a bool array (e.g. x != 0)"
+            )
+        mask = where
+    else:
+        mask = np.asarray(where, dtype=np.bool_)
+    ms, s = shape_of(mask), shape_of(a)
+    try:
+        fits = np.broadcast_shapes(ms, s) == s
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{fname}: the where= mask of shape {ms} does not broadcast to the array's shape {s}"
+        )
+    return mask
+
+
+def _start(fname, initial, dtype):
+    """`initial=` as NumPy uses it: converted to the result's dtype (a traced one too)."""
+    if isinstance(initial, Boxed):
+        if shape_of(initial):
+            raise ValueError(f"{fname}: initial= must be a scalar, got shape {shape_of(initial)}")
+        return _astype(initial, dtype)
+    if np.ndim(initial):
+        raise ValueError(
+            f"{fname}: initial= must be a scalar, got {type(initial).__name__} of shape "
+            f"{np.shape(initial)}"
+        )
+    start = np.empty((), dtype)
+    start[()] = initial  # NumPy's conversion (and its errors: inf or nan into an integer)
+    return start
+
+
+def _counts(mask, shape, axis, keepdims):
+    """NumPy's `_count_reduce_items` with a mask: the selected elements per output, intp."""
+    full = broadcasting.broadcast_to(mask, shape) if shape_of(mask) != shape else mask
+    return broadcasting.sum(_astype(full, np.intp), axis, keepdims)
+
+
+def _known(x):
+    """The value of `x` when it has one (a constant or a concretely traced value), else None
+    (traced abstractly: NumPy's warnings that need the values are then not given)."""
+    try:
+        return concrete_value(x, "a warning", "")
+    except ConcretizationError:
+        return None
+
+
+def _divide_counts(s, counts):
+    """`true_divide(s, counts, out=s, casting='unsafe')` with an array of counts: NumPy
+    divides in the promoted dtype (float64 for float32 sums) and casts back."""
+    return _astype(bind(ew.divide_p, s, counts), s.dtype)
 
 
 # -- max, min ---------------------------------------------------------------------------------
 
 
-def _chooser(fname, reduce):
+def _chooser(fname, reduce, reduce_where, ufunc):
     def f(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
-        _reject(
-            fname, out=out is not None, initial=initial is not _NoValue, where=where is not True
-        )
+        _reject(fname, out=out is not None)
         a = _asarray(a)
-        return reduce(a, _normalized(fname, a, axis), _keepdims(keepdims))
+        axis, keepdims = _normalized(fname, a, axis), _keepdims(keepdims)
+        if initial is _NoValue:
+            if where is not True:
+                raise ValueError(
+                    f"reduction operation '{ufunc}' does not have an identity, so to use a "
+                    "where mask one has to specify 'initial'"
+                )
+            return reduce(a, axis, keepdims)
+        start = _start(fname, initial, a.dtype)
+        return reduce_where(a, _mask(fname, a, where), start, axis, keepdims)
 
     f.__name__ = f.__qualname__ = fname
-    f.__doc__ = f"`numpy.{fname}`: ties share the gradient evenly, as in JAX."
+    f.__doc__ = (
+        f"`numpy.{fname}`: ties share the gradient evenly, as in JAX (with `initial=`, the "
+        "start is one more candidate; masked-out elements get none)."
+    )
     return f
 
 
-max = _chooser("max", reduction.max)  # noqa: A001 - NumPy's name
-min = _chooser("min", reduction.min)  # noqa: A001 - NumPy's name
-amax = _chooser("amax", reduction.max)
-amin = _chooser("amin", reduction.min)
+max = _chooser("max", reduction.max, masked.max_where, "maximum")  # noqa: A001 - NumPy's name
+min = _chooser("min", reduction.min, masked.min_where, "minimum")  # noqa: A001 - NumPy's name
+amax = _chooser("amax", reduction.max, masked.max_where, "maximum")
+amin = _chooser("amin", reduction.min, masked.min_where, "minimum")
 
 # -- mean, var, std ---------------------------------------------------------------------------
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
-    """`numpy.mean`, as `numpy._core._methods._mean`: sum, then divide by the count."""
-    _reject("mean", out=out is not None, where=where is not True)
+    """`numpy.mean`, as `numpy._core._methods._mean`: sum, then divide by the count (with
+    `where=`, the masked sum divided by the count of selected elements)."""
+    _reject("mean", out=out is not None)
     arr = _asarray(a)
-    axis = _normalized("mean", arr, axis)
-    n = _count(arr, axis)
-    if n == 0:
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+    axis, keepdims = _normalized("mean", arr, axis), _keepdims(keepdims)
     is_float16_result = False
     if dtype is None:
         if arr.dtype.kind in "biu":
@@ -175,7 +274,18 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         elif arr.dtype == np.float16:
             dtype = np.dtype(np.float32)
             is_float16_result = True
-    ret = _divide_count(_reduce_as(broadcasting.sum, arr, axis, _keepdims(keepdims), dtype), n)
+    if where is True:
+        n = _count(arr, axis)
+        if n == 0:
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        ret = _divide_count(_reduce_as(broadcasting.sum, arr, axis, keepdims, dtype), n)
+    else:
+        mask = _mask("mean", arr, where)
+        counts = _counts(mask, shape_of(arr), axis, keepdims)
+        known = _known(counts)
+        if known is not None and np.any(known == 0):
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        ret = _divide_counts(_masked_sum("mean", arr, mask, axis, keepdims, dtype), counts)
     return _astype(ret, arr.dtype) if is_float16_result else ret
 
 
@@ -214,7 +324,7 @@ def std(
 
 
 def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
-    _reject(fname, out=out is not None, where=where is not True)
+    _reject(fname, out=out is not None)
     if correction is not _NoValue:
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
@@ -224,21 +334,60 @@ def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     ddof = ddof.item() if isinstance(ddof, np.generic) else ddof
     arr = _asarray(a)
     axis = _normalized(fname, arr, axis)
+    if dtype is None and arr.dtype.kind in "biu":
+        dtype = _F8
+    if where is not True:
+        return _masked_var(fname, arr, axis, dtype, ddof, _keepdims(keepdims), where, mean)
     n = _count(arr, axis)
     if ddof >= n:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
-    if dtype is None and arr.dtype.kind in "biu":
-        dtype = _F8
     if mean is not _NoValue:
         arrmean = _asarray(mean)
     else:
         arrmean = _divide_count(_reduce_as(broadcasting.sum, arr, axis, True, dtype), n)
     deviation = bind(ew.subtract_p, arr, arrmean)
-    # NumPy squares real deviations; for bools it computes x * conj(x), the same bits
-    squares = bind(ew.square_p, deviation)
+    squares = _squares(deviation)
     ret = _reduce_as(broadcasting.sum, squares, axis, _keepdims(keepdims), dtype)
     dof = n - ddof
     return _divide_count(ret, dof if dof > 0 else 0)  # NumPy: maximum(count - ddof, 0)
+
+
+def _squares(deviation):
+    """The squared magnitudes, as `_methods._var` computes them: real deviations squared (for
+    bools NumPy computes x * conj(x), the same bits); complex ones as real**2 + imag**2, a
+    real array."""
+    if deviation.dtype.kind != "c":
+        return bind(ew.square_p, deviation)
+    parts = (bind(ew.square_p, ew.real(deviation)), bind(ew.square_p, ew.imag(deviation)))
+    return bind(ew.add_p, *parts)
+
+
+def _masked_var(fname, arr, axis, dtype, ddof, keepdims, where, mean):
+    """`_methods._var` with a `where=` mask: masked sums, divided by arrays of counts."""
+    mask = _mask(fname, arr, where)
+    shape = shape_of(arr)
+    counts = _counts(mask, shape, axis, keepdims)
+    known = _known(counts)
+    if known is not None and np.any(ddof >= known):
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=4)
+    if mean is not _NoValue:
+        arrmean = _asarray(mean)
+    else:
+        arrmean = _divide_counts(
+            _masked_sum(fname, arr, mask, axis, True, dtype), _counts(mask, shape, axis, True)
+        )
+    # masked-out deviations are never summed: zeroing them keeps NumPy's bits and keeps their
+    # derivative an exact zero (an infinite masked-out value would give inf * 0 = nan)
+    deviation = ew.where(mask, bind(ew.subtract_p, arr, arrmean), 0)
+    ret = _masked_sum(fname, _squares(deviation), mask, axis, keepdims, dtype)
+    dof = bind(ew.maximum_p, bind(ew.subtract_p, counts, ddof), 0)
+    return _divide_counts(ret, dof)
+
+
+def _masked_sum(fname, a, mask, axis, keepdims, dtype):
+    """NumPy's `umr_sum(a, axis, dtype, keepdims=keepdims, where=mask)`."""
+    dtype = _accumulated(np.sum, a, dtype)
+    return masked.sum_where(a, mask, _start(fname, 0, dtype), axis, keepdims, dtype)
 
 
 # -- ptp, average -----------------------------------------------------------------------------
@@ -359,19 +508,24 @@ argmin = _arg("argmin", reduction.argmin)
 # -- all, any ---------------------------------------------------------------------------------
 
 
-def _logical(fname, reduce):
+def _logical(fname, reduce, identity: bool):
     def f(a, axis=None, out=None, keepdims=False, *, where=True):
-        _reject(fname, out=out is not None, where=where is not True)
+        _reject(fname, out=out is not None)
         a = _asarray(a)
-        return reduce(a, _normalized(fname, a, axis), _keepdims(keepdims))
+        axis, keepdims = _normalized(fname, a, axis), _keepdims(keepdims)
+        if where is not True:
+            # masked-out elements become the identity: booleans have no rounding to keep
+            truth = a if a.dtype == np.bool_ else ew.astype(a, np.bool_)
+            a = ew.where(_mask(fname, a, where), truth, identity)
+        return reduce(a, axis, keepdims)
 
     f.__name__ = f.__qualname__ = fname
     f.__doc__ = f"`numpy.{fname}`: a bool result, not differentiable."
     return f
 
 
-all = _logical("all", reduction.all)  # noqa: A001 - NumPy's name
-any = _logical("any", reduction.any)  # noqa: A001 - NumPy's name
+all = _logical("all", reduction.all, True)  # noqa: A001 - NumPy's name
+any = _logical("any", reduction.any, False)  # noqa: A001 - NumPy's name
 
 # -- cumsum, cumprod --------------------------------------------------------------------------
 

@@ -4,20 +4,23 @@ Each normalizes its arguments the way NumPy does and lowers to the shape primiti
 functions that are compositions (stack, hstack, roll, rot90, moveaxis, ...) are built from
 the same steps NumPy takes, so the values, dtypes and shapes match NumPy bit for bit.
 
-Over 600 lines: NumPy's shape functions, one short wrapper each (some fifty), sharing the
-axis and shape normalization; split further the parts would have no subject but the alphabet.
+Over 500 lines: NumPy's shape functions, one short wrapper each (some fifty), sharing the
+axis and shape normalization; split further the parts would have no subject but the alphabet
+(`pad`, with its modes, has a module of its own: `_pad.py`).
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import warnings
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from tracegrad.core import Boxed
 from tracegrad.numpy._common import asarray_or_tracer, ndim_of, shape_of
+from tracegrad.numpy._pad import pad  # every mode of np.pad: a module of its own
 from tracegrad.primitives import broadcasting, slicing, views
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import shape as sp
@@ -26,10 +29,10 @@ from tracegrad.primitives import shape as sp
 __all__ = [
     "ascontiguousarray", "reshape", "transpose", "broadcast_to", "shape", "ndim", "size",
     "expand_dims", "squeeze", "concatenate", "concat", "stack", "hstack", "vstack", "dstack",
-    "column_stack", "unstack", "split", "array_split", "hsplit", "vsplit", "dsplit", "flip",
-    "fliplr", "flipud", "repeat", "tile", "pad", "moveaxis", "swapaxes", "rollaxis",
-    "permute_dims", "matrix_transpose", "ravel", "atleast_1d", "atleast_2d", "atleast_3d",
-    "broadcast_arrays", "roll", "rot90",
+    "column_stack", "row_stack", "unstack", "split", "array_split", "hsplit", "vsplit",
+    "dsplit", "flip", "fliplr", "flipud", "repeat", "tile", "pad", "moveaxis", "swapaxes",
+    "rollaxis", "permute_dims", "matrix_transpose", "ravel", "atleast_1d", "atleast_2d",
+    "atleast_3d", "broadcast_arrays", "roll", "rot90",
 ]
 # fmt: on
 
@@ -105,8 +108,7 @@ def transpose(a, axes=None):
     return views.transpose(a, axes)
 
 
-def permute_dims(a, axes=None):
-    return transpose(a, axes)
+permute_dims = transpose  # NumPy's alias: np.permute_dims is np.transpose
 
 
 def matrix_transpose(x, /):
@@ -330,6 +332,14 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
     return concatenate(_as_tuple(atleast_2d(*tup)), 0, dtype=dtype, casting=casting)
 
 
+def row_stack(tup, *, dtype=None, casting="same_kind"):
+    """`np.row_stack`, deprecated in NumPy 2.0 as an alias of vstack (with NumPy's warning)."""
+    warnings.warn(
+        "`row_stack` alias is deprecated. Use `np.vstack` directly.", DeprecationWarning, 2
+    )
+    return vstack(tup, dtype=dtype, casting=casting)
+
+
 def dstack(tup):
     return concatenate(_as_tuple(atleast_3d(*tup)), 2)
 
@@ -517,7 +527,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return flip(views.transpose(m, perm), axes[1])
 
 
-# -- repeat, tile, pad ------------------------------------------------------------------------
+# -- repeat, tile -----------------------------------------------------------------------------
 
 
 def repeat(a, repeats, axis=None):
@@ -554,58 +564,6 @@ def tile(A, reps):
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: repetitions must be non-negative, got reps {reps}")
     return sp.tile(A, reps)
-
-
-def _pairs(value, ndim: int, op: str, what: str):
-    """NumPy's `_as_pairs`: a scalar, (v,), (before, after) or one pair per axis."""
-    arr = np.asarray(value)
-    if arr.size == 1:
-        arr = arr.reshape(())
-    elif arr.size == 2 and arr.shape != (2, 1):
-        arr = arr.reshape(2)
-    try:
-        pairs = np.broadcast_to(arr, (ndim, 2))
-    except ValueError:
-        raise ValueError(
-            f"{op}: {what} {value!r} cannot be read as (before, after) pairs for each of "
-            f"{ndim} axes"
-        ) from None
-    return [tuple(p) for p in pairs.tolist()]
-
-
-def pad(array, pad_width, mode="constant", **kwargs):
-    if mode != "constant":
-        raise NotImplementedError(
-            f"tracegrad.numpy.pad: mode={mode!r} is not supported; only mode='constant'"
-        )
-    constant_values = kwargs.pop("constant_values", 0)
-    if kwargs:
-        raise NotImplementedError(
-            f"tracegrad.numpy.pad: arguments {sorted(kwargs)} are not supported"
-        )
-    array = _array(array)
-    n = ndim_of(array)
-    pad_width = _static_ints(pad_width, "pad", "pad_width")
-    widths = np.asarray(pad_width)
-    if widths.dtype.kind not in "iu":
-        raise TypeError(f"pad: pad_width must be of integral type, got {pad_width!r}")
-    widths = _pairs(widths, n, "pad", "pad_width")
-    if any(b < 0 or a < 0 for b, a in widths):
-        raise ValueError(f"pad: pad_width {pad_width!r} cannot contain negative values")
-    values = _pairs(
-        _static_ints(constant_values, "pad", "constant_values"), n, "pad", "constant_values"
-    )
-    flat = [v for pair in values for v in pair]
-    if len({repr(v) for v in flat}) <= 1:  # repr: -0.0 and 0.0 are different fill values
-        value = flat[0] if flat else np.asarray(constant_values).reshape(-1)[0].item()
-        return sp.pad(array, widths, value)
-    # different values per side: NumPy fills axis by axis (later axes win at the corners),
-    # and so does one constant pad per side, in the same order
-    for ax, ((b, a), (vb, va)) in enumerate(zip(widths, values)):
-        for side, v in (((b, 0), vb), ((0, a), va)):
-            if side != (0, 0):
-                array = sp.pad(array, [side if k == ax else (0, 0) for k in range(n)], v)
-    return array
 
 
 def ascontiguousarray(a, dtype=None, *, like=None):

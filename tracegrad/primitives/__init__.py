@@ -2,7 +2,7 @@
 
 The families import each other in one direction (views -> broadcasting -> slicing,
 batching -> elementwise -> reduction, shape, indexing -> products -> einsum, and indexing ->
-sorting, scatter, calculus), so every rule can be written with the operations of the
+sorting, scatter, calculus, masked), so every rule can be written with the operations of the
 families below its own.
 """
 
@@ -12,6 +12,7 @@ from tracegrad.primitives import (
     einsum,
     elementwise,
     indexing,
+    masked,
     products,
     reduction,
     scatter,
@@ -34,4 +35,5 @@ ALL = (
     + sorting.PRIMITIVES
     + scatter.PRIMITIVES
     + calculus.PRIMITIVES
+    + masked.PRIMITIVES
 )

@@ -1,15 +1,19 @@
 """`einsum`: NumPy's Einstein summation, a multilinear primitive with any number of operands.
 
 Subscripts are normalized to explicit form (`'ij,jk->ik'`), so equal contractions give equal
-nodes. Each operand's cotangent is an einsum of the output cotangent with the other operands
+nodes. NumPy's `optimize` is a param: False (one `c_einsum` call), or the contraction path
+`np.einsum_path` finds for the operands' shapes, resolved when the node is made, so the run
+follows NumPy's own pairwise contractions (and gives their bits) without a string in the
+graph. Each operand's cotangent is an einsum of the output cotangent with the other operands
 onto that operand's labels (with diagonals put back for repeated labels), computed only for
-the operands that need one; the jvp is the sum of the einsums with one operand replaced by
-its tangent.
+the operands that need one (with a greedy path when the forward one had a path); the jvp is
+the sum of the einsums with one operand replaced by its tangent.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import string
 from collections import Counter
@@ -17,7 +21,7 @@ from collections import Counter
 import numpy as np
 
 from tracegrad.core import bind
-from tracegrad.ir.primitive import READS_INPUTS, Primitive, per_input
+from tracegrad.ir.primitive import READS_INPUTS, Primitive, per_input, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives.broadcasting import broadcast_to
 from tracegrad.primitives.broadcasting import sum as reduce_sum
@@ -148,21 +152,92 @@ def expand_subscripts(subscripts: str, shapes: tuple) -> tuple[tuple[str, ...], 
     return exp, out, tuple(sorted(sizes.items()))
 
 
-def einsum(subscripts: str, *operands):
-    """`np.einsum(subscripts, *operands)` (optimize=False); subscripts are normalized to
-    explicit form."""
-    return bind(einsum_p, *operands, subscripts=normalize_subscripts(subscripts, len(operands)))
+def _path_text(optimize) -> str:
+    return "einsum_path" if optimize is False else repr(["einsum_path", *optimize])
 
 
-def _einsum_shape(*avals: Aval, subscripts):
+def resolve_optimize(optimize, subscripts: str, shapes) -> bool | tuple:
+    """NumPy's `optimize` argument as the einsum param: False, or a contraction path (a tuple
+    of operand-position tuples). True, None, 'greedy', 'optimal' and (name, memory_limit) are
+    resolved by `np.einsum_path` on the shapes (the path depends on nothing else), and
+    `np.einsum(..., optimize=['einsum_path', *path])` then contracts exactly as NumPy does for
+    the original argument; an explicit `['einsum_path', ...]` list is checked and kept."""
+    if optimize is False:
+        return False
+    if isinstance(optimize, list | tuple) and len(optimize) and optimize[0] == "einsum_path":
+        path = tuple(_path_step(step) for step in optimize[1:])
+        check_path(path, len(shapes))
+        return path
+    stand_ins = [np.broadcast_to(np.empty(()), s) for s in shapes]  # shapes only, no memory
+    try:
+        path, _ = np.einsum_path(subscripts, *stand_ins, optimize=optimize)
+    except (TypeError, KeyError):
+        raise ValueError(
+            f"einsum: optimize={optimize!r} is not one of NumPy's: False, True, 'greedy', "
+            "'optimal', a (name, memory_limit) pair or a path ['einsum_path', (i, j), ...]"
+        ) from None
+    return tuple(_path_step(step) for step in path[1:])
+
+
+def _path_step(step) -> tuple[int, ...]:
+    try:
+        return tuple(operator.index(i) for i in step)
+    except TypeError:
+        raise ValueError(
+            f"einsum: a contraction path step must be a tuple of operand positions, got {step!r}"
+        ) from None
+
+
+def check_path(path, nops: int) -> None:
+    """Raise unless `path` contracts `nops` operands to one: each step names distinct
+    positions among the operands left, and its result goes to the end of the list."""
+    if not path:
+        raise ValueError(
+            f"einsum: contraction path {_path_text(path)} has no step; a path must contract "
+            "the operands to one"
+        )
+    left = nops
+    for step in path:
+        if not step or len(set(step)) != len(step) or not all(0 <= i < left for i in step):
+            raise ValueError(
+                f"einsum: contraction path {_path_text(path)} is invalid for {nops} operands: "
+                f"step {step} must name distinct positions among the {left} operands left"
+            )
+        left -= len(step) - 1
+    if left != 1:
+        raise ValueError(
+            f"einsum: contraction path {_path_text(path)} leaves {left} operands of {nops}; "
+            "a path must contract them all to one"
+        )
+
+
+def einsum(subscripts: str, *operands, optimize=False, dtype=None):
+    """`np.einsum(subscripts, *operands, optimize=optimize, dtype=dtype)`; subscripts are
+    normalized to explicit form and `optimize` resolved to a path (`resolve_optimize`).
+    `dtype` is recorded only when given (casting was checked by the caller)."""
+    subscripts = normalize_subscripts(subscripts, len(operands))
+    params = {"subscripts": subscripts}
+    path = resolve_optimize(optimize, subscripts, [shape_of(x) for x in operands])
+    if path is not False:
+        params["optimize"] = path
+    if dtype is not None:
+        params["dtype"] = np.dtype(dtype)
+    return bind(einsum_p, *operands, **params)
+
+
+def _einsum_shape(*avals: Aval, subscripts, optimize=False, dtype=None):
     if normalize_subscripts(subscripts, len(avals)) != subscripts:
         raise ValueError(f"einsum: subscripts {subscripts!r} are not in normalized form")
+    if optimize is not False:
+        check_path(optimize, len(avals))
     _, out, sizes = expand_subscripts(subscripts, tuple(a.shape for a in avals))
     sizes = dict(sizes)
-    return Aval(tuple(sizes[c] for c in out), strong_result_type("einsum", *avals))
+    if dtype is None:
+        dtype = strong_result_type("einsum", *avals)
+    return Aval(tuple(sizes[c] for c in out), dtype)
 
 
-def _einsum_operand_bar(g, operands, i, subscripts):
+def _einsum_operand_bar(g, operands, i, subscripts, optimize):
     """Cotangent of operand `i`: `g` contracted with the other operands onto operand i's
     labels. Labels that only operand i has are broadcast, broadcast (size-1) axes summed,
     and repeated labels (diagonals) put back on the diagonal with identity matrices."""
@@ -175,7 +250,9 @@ def _einsum_operand_bar(g, operands, i, subscripts):
     avail = set(out).union(*(terms[j] for j in others))
     kept = "".join(c for c in uniq if c in avail)
     spec = ",".join([out] + [terms[j] for j in others]) + "->" + kept
-    r = einsum(spec, g, *(operands[j] for j in others))
+    # a forward einsum with a path gets a greedy path for its cotangents too: each is an
+    # einsum of as many operands, which one c_einsum call would contract all at once
+    r = einsum(spec, g, *(operands[j] for j in others), optimize=optimize is not False)
     # a label of size 1 here that met a longer axis elsewhere: sum it back (keepdims)
     rs = shape_of(r)
     summed = tuple(k for k, c in enumerate(kept) if own[c] == 1 and rs[k] != 1)
@@ -216,20 +293,52 @@ def _embed_diagonals(r, uniq, term, own, subscripts):
 def _einsum_vjp(i: int):
     """The rule of operand `i` (one per position, made once)."""
 
-    def rule(g, *operands, out, subscripts):
-        if not carries_derivative(operands[i]):
+    def rule(g, *operands, out, subscripts, optimize=False, dtype=None):
+        if not carries_derivative(operands[i]) or not _inexact(dtype):
             return None
-        return _einsum_operand_bar(g, operands, i, subscripts)
+        return _einsum_operand_bar(g, operands, i, subscripts, optimize)
 
     return rule
 
 
-def _einsum_emit(*names, subscripts):
-    return f"np.einsum({subscripts!r}, {', '.join(names)})"
+def _inexact(dtype) -> bool:
+    """Whether a result of `dtype=` (None: the operands' own) can carry a derivative."""
+    return dtype is None or np.dtype(dtype).kind in "fc"
 
 
-def _einsum_impl(*operands, subscripts):
-    return np.einsum(subscripts, *operands)
+def _einsum_jvp(prim):
+    """The multilinear jvp, none for an integer or bool `dtype=` result."""
+    multilinear = MULTILINEAR_JVP.factory(prim)
+
+    def jvp(primals, tangents, *, out, **params):
+        if not _inexact(params.get("dtype")):
+            return None
+        return multilinear(primals, tangents, out=out, **params)
+
+    return jvp
+
+
+def _options(optimize, dtype) -> dict:
+    # the keywords np.einsum takes for the params (casting was checked when the node was made)
+    kwargs = {}
+    if optimize is not False:
+        kwargs["optimize"] = ["einsum_path", *optimize]
+    if dtype is not None:
+        kwargs.update(dtype=dtype, casting="unsafe")
+    return kwargs
+
+
+def _einsum_emit(*names, subscripts, optimize=False, dtype=None):
+    extra = ""
+    if optimize is not False:
+        extra += f", optimize={['einsum_path', *optimize]!r}"
+    if dtype is not None:
+        extra += f", dtype=np.{np.dtype(dtype).name}, casting='unsafe'"
+    return f"np.einsum({subscripts!r}, {', '.join(names)}{extra})"
+
+
+def _einsum_impl(*operands, subscripts, optimize=False, dtype=None):
+    return np.einsum(subscripts, *operands, **_options(optimize, dtype))
 
 
 def _label_batch_axis(x, dim, term, label):
@@ -247,7 +356,7 @@ def _label_batch_axis(x, dim, term, label):
     return move_axis(x, dim, p), term[:p] + label + term[p:]
 
 
-def _einsum_batch(args, dims, *, subscripts):
+def _einsum_batch(args, dims, *, subscripts, **options):
     # one fresh label for the batch axis of every batched operand, first in the output
     lhs, rhs = subscripts.split("->")
     label = next((c for c in _LETTERS if c not in subscripts), None)
@@ -263,14 +372,15 @@ def _einsum_batch(args, dims, *, subscripts):
         operands.append(x)
         terms.append(t)
     spec = ",".join(terms) + "->" + label + rhs
-    return bind(einsum_p, *operands, subscripts=spec), 0
+    # the path names operand positions, which batching keeps
+    return bind(einsum_p, *operands, subscripts=spec, **options), 0
 
 
 einsum_p = Primitive(
     "einsum",
     impl=_einsum_impl,
     shape=_einsum_shape,
-    jvp=MULTILINEAR_JVP,
+    jvp=rule_for(_einsum_jvp),
     vjp=per_input(_einsum_vjp),
     batch=_einsum_batch,
     emit=_einsum_emit,

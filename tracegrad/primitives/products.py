@@ -1,4 +1,5 @@
-"""Products: matmul, dot and tensordot (einsum is in `einsum.py`), multilinear primitives.
+"""Products: matmul, dot, tensordot and NumPy 2.2's vecdot, matvec and vecmat gufuncs
+(einsum is in `einsum.py`), multilinear primitives.
 
 Each is linear in every operand, so one rule serves all jvps: the sum of the products with
 one operand replaced by its tangent. The vjp has one rule per operand, which contracts the
@@ -7,8 +8,8 @@ tensordot plus a transpose), so a constant operand's cotangent is never computed
 values are NumPy's own functions, so they match NumPy bit for bit; cotangents are cast to
 their operand's dtype.
 
-Over 600 lines: matmul, dot and tensordot share the contraction helpers, the batch-axis
-batching and the cotangent casts; split by product, each module would import the others'.
+Over 600 lines: the six products share the contraction helpers, the batch-axis batching and
+the cotangent casts; split by product, each module would import the others'.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_INPUTS, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives.broadcasting import result_dtype, unbroadcast
-from tracegrad.primitives.elementwise import astype, multiply_p
+from tracegrad.primitives.elementwise import astype, conjugate, multiply_p
+from tracegrad.primitives.shape import ascontiguousarray
 from tracegrad.primitives.views import move_to_front, reshape, transpose
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -601,4 +603,200 @@ dot_p = Primitive(
     layout=Layout.C,
 )
 
-PRIMITIVES = (matmul_p, dot_p, tensordot_p)
+
+# -- vecdot, matvec, vecmat -------------------------------------------------------------------
+# NumPy 2.2's product gufuncs: loop axes broadcast as a ufunc's do, core axes last:
+# vecdot (n),(n)->() conjugates x1, matvec (m,n),(n)->(m) conjugates nothing, vecmat
+# (n),(n,m)->(m) conjugates the vector. Their loops call BLAS dot/gemv/gemm or NumPy's own
+# dot, chosen by the core axes' strides, so `impl` is the gufunc itself. Each is R-linear in
+# each operand (conjugation is), so the multilinear jvp holds for complex operands too; the
+# cotangents follow JAX's convention (the transpose without conjugation, then the
+# conjugation's own transpose `conj`).
+
+
+def _conj(x):
+    return conjugate(x) if dtype_of(x).kind == "c" else x
+
+
+def _core_rank_error(name, signature, which, aval, need):
+    return ValueError(
+        f"{name}: operand {which} of shape {aval.shape} has {aval.ndim} axes, but the "
+        f"signature {signature} needs at least {need} (its core axes come last)"
+    )
+
+
+def _gufunc_shape(ufunc: np.ufunc, core: tuple[int, int], core_out):
+    """The shape rule of a two-operand product gufunc whose operands have `core` core axes
+    and whose output core is `core_out(x_shape, y_shape)` (after checking the sizes)."""
+    name, signature = ufunc.__name__, ufunc.signature
+
+    def shape(x: Aval, y: Aval):
+        for which, a, need in ((0, x, core[0]), (1, y, core[1])):
+            if a.ndim < need:
+                raise _core_rank_error(name, signature, which, a, need)
+        out_core = core_out(x.shape, y.shape)
+        lx, ly = x.shape[: x.ndim - core[0]], y.shape[: y.ndim - core[1]]
+        try:
+            loop = tuple(np.broadcast_shapes(lx, ly))
+        except ValueError:
+            raise ValueError(
+                f"{name}: shapes {shapes_text(x.shape, y.shape)} do not broadcast in their "
+                f"loop axes {shapes_text(lx, ly)} (the axes before the core axes of "
+                f"{signature}): they must be equal or 1"
+            ) from None
+        try:
+            dtype = ufunc.resolve_dtypes((x.dtype, y.dtype, None))[2]
+        except TypeError as err:
+            raise TypeError(
+                f"{name}: no loop for inputs of dtype ({x.dtype.name}, {y.dtype.name}): {err}"
+            ) from None
+        return Aval(loop + out_core, dtype)
+
+    return shape
+
+
+def _core_check(name, signature, what, sizes, out):
+    """The output core of a gufunc, `out(xs, ys)`, after checking that the two core sizes
+    `sizes(xs, ys)` (one axis of each operand) agree."""
+
+    def check(xs, ys):
+        a, b = sizes(xs, ys)
+        if a != b:
+            raise ValueError(
+                f"{name}: shapes {shapes_text(xs, ys)} do not align for {signature}: {what} "
+                f"({a} and {b}) must be equal"
+            )
+        return out(xs, ys)
+
+    return check
+
+
+_vecdot_core = _core_check(
+    "vecdot", "(n),(n)->()", "the last axes", lambda xs, ys: (xs[-1], ys[-1]), lambda xs, ys: ()
+)
+_matvec_core = _core_check(
+    "matvec",
+    "(m,n),(n)->(m)",
+    "the matrix's last axis and the vector's",
+    lambda xs, ys: (xs[-1], ys[-1]),
+    lambda xs, ys: xs[-2:-1],
+)
+_vecmat_core = _core_check(
+    "vecmat",
+    "(n),(n,m)->(m)",
+    "the vector's axis and the matrix's second-to-last",
+    lambda xs, ys: (xs[-1], ys[-2]),
+    lambda xs, ys: ys[-1:],
+)
+
+
+def _expand(x, axes):
+    """`x` with size-1 axes inserted at the (negative) positions `axes`."""
+    s = list(shape_of(x))
+    for a in sorted(axes):
+        s.insert(len(s) + a + 1, 1)
+    return _reshape(x, tuple(s))
+
+
+def _bars(x_rule, y_rule):
+    """The per-operand vjp rules of a product gufunc from `rule(g, x, y)` for each operand:
+    operands carrying no derivative are skipped, cotangents summed back over broadcast loop
+    axes and cast to the operand's dtype."""
+
+    def bar(i, rule):
+        def vjp(g, x, y, *, out):
+            operand = (x, y)[i]
+            if not carries_derivative(operand):
+                return None
+            return cast_like(unbroadcast(rule(g, x, y), shape_of(operand)), operand)
+
+        return vjp
+
+    return bar(0, x_rule), bar(1, y_rule)
+
+
+def _mul(a, b):
+    return bind(multiply_p, a, b)
+
+
+# out = sum(conj(x) * y): the transpose of x -> conj(x) * y is conj(g * y)
+_VECDOT_BARS = _bars(
+    lambda g, x, y: _conj(_mul(_expand(g, (-1,)), y)),
+    lambda g, x, y: _mul(_expand(g, (-1,)), _conj(x)),
+)
+# out = x @ y: the outer product g y^T, and x^T g
+_MATVEC_BARS = _bars(
+    lambda g, x, y: _mul(_expand(g, (-1,)), _expand(y, (-2,))),
+    lambda g, x, y: matvec(_swap(x), g),
+)
+# out = conj(x) @ y: conj(y g), and the outer product conj(x) g^T
+_VECMAT_BARS = _bars(
+    lambda g, x, y: _conj(matvec(y, g)),
+    lambda g, x, y: _mul(_expand(_conj(x), (-1,)), _expand(g, (-2,))),
+)
+
+
+def _batch_first(x, d: int):
+    """`x` with its batch axis `d` first, and each example's elements contiguous: the gufunc's
+    loops choose BLAS or NumPy's own dot by the core axes' strides, so a batch axis left
+    inside them (a transposed view) would change the summation and the bits."""
+    return x if d == 0 else ascontiguousarray(move_to_front(x, d))
+
+
+def _gufunc_batch(core: tuple[int, int]):
+    """Batching of a product gufunc: batched operands get the batch axis first and size-1
+    axes after it, so it broadcasts as one more loop axis; unbatched ones broadcast as they
+    are. Each loop element is one independent product, as in the loop over the batch."""
+
+    def factory(prim):
+        ref = weakref.ref(prim)
+
+        def batch(args, dims):
+            loops = [_ndim(a) - (d is not None) - c for a, d, c in zip(args, dims, core)]
+            n = max(loops)
+            new = [
+                a if d is None else _pad_after_batch(_batch_first(a, d), n - r)
+                for a, d, r in zip(args, dims, loops)
+            ]
+            return bind(ref(), *new), 0
+
+        return batch
+
+    return rule_for(factory)
+
+
+def _gufunc(ufunc: np.ufunc, core, core_out, bars):
+    return Primitive(
+        ufunc.__name__,
+        impl=ufunc,
+        shape=_gufunc_shape(ufunc, core, core_out),
+        jvp=MULTILINEAR_JVP,
+        vjp=bars,
+        batch=_gufunc_batch(core),
+        emit=lambda x, y, _name=ufunc.__name__: f"np.{_name}({x}, {y})",
+        vjp_reads=READS_INPUTS,
+        bilinear=True,
+        layout=Layout.KEEPS_C,  # as matmul: loop axes in the inputs' order, C from C
+    )
+
+
+def vecdot(x, y):
+    """`np.vecdot(x, y)`: `sum(conj(x) * y, axis=-1)` over broadcast loop axes."""
+    return bind(vecdot_p, x, y)
+
+
+def matvec(x, y):
+    """`np.matvec(x, y)`: matrix (..., m, n) times vector (..., n), no conjugation."""
+    return bind(matvec_p, x, y)
+
+
+def vecmat(x, y):
+    """`np.vecmat(x, y)`: conj(vector (..., n)) times matrix (..., n, m)."""
+    return bind(vecmat_p, x, y)
+
+
+vecdot_p = _gufunc(np.vecdot, (1, 1), _vecdot_core, _VECDOT_BARS)
+matvec_p = _gufunc(np.matvec, (2, 1), _matvec_core, _MATVEC_BARS)
+vecmat_p = _gufunc(np.vecmat, (1, 2), _vecmat_core, _VECMAT_BARS)
+
+PRIMITIVES = (matmul_p, dot_p, tensordot_p, vecdot_p, matvec_p, vecmat_p)

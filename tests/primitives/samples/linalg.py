@@ -1,5 +1,6 @@
 """SAMPLES rows for the products: compatible shapes (1-D operands, broadcast batch axes,
-size-0 and size-1 axes) and einsum subscripts drawn from a list of common forms.
+size-0 and size-1 axes), einsum subscripts drawn from a list of common forms (with NumPy's
+contraction paths of `optimize` too), and the gufuncs' broadcast loop axes.
 
 Products are multilinear, so any finite values will do: central finite differences are
 exact up to rounding.
@@ -120,7 +121,32 @@ def _tensordot(data, dtype):
 def _einsum(data, dtype):
     subscripts, shapes = einsum_case(data)
     ops = tuple(S.array(data, s, dtype) for s in shapes)
-    return ops, {"subscripts": es.normalize_subscripts(subscripts, len(ops))}
+    params = {"subscripts": es.normalize_subscripts(subscripts, len(ops))}
+    # NumPy's contraction path of optimize=True: pairwise contractions (matmul via bmm_einsum)
+    if data.draw(st.booleans(), label="optimize"):
+        params["optimize"] = es.resolve_optimize(True, params["subscripts"], shapes)
+    return ops, params
+
+
+def gufunc_shapes(data, core_x, core_y):
+    """Operand shapes for a product gufunc: broadcast loop axes, then the core axes from
+    `core_x(sizes)` and `core_y(sizes)` with sizes drawn once (n and m, 0 to 4)."""
+    lx, ly = S.broadcast_shapes(data, 2, max_dims=2)
+    sizes = {"n": _side(data, "n"), "m": _side(data, "m")}
+    return tuple(lx) + core_x(sizes), tuple(ly) + core_y(sizes)
+
+
+def _gufunc(core_x, core_y):
+    def draw(data, dtype):
+        xs, ys = gufunc_shapes(data, core_x, core_y)
+        return (S.array(data, xs, dtype), S.array(data, ys, dtype)), {}
+
+    return draw
+
+
+_N = lambda s: (s["n"],)  # noqa: E731 - the core axes of each gufunc, side by side
+_MN = lambda s: (s["m"], s["n"])  # noqa: E731
+_NM = lambda s: (s["n"], s["m"])  # noqa: E731
 
 
 # either operand may be an integer array of its shape (a scalar would change the product)
@@ -131,4 +157,7 @@ SAMPLES = {
     products.dot_p: Sample(_dot, ints=_INT_ARRAYS),
     products.tensordot_p: Sample(_tensordot, ints=_INT_ARRAYS),
     es.einsum_p: Sample(_einsum, ints=_INT_ARRAYS),
+    products.vecdot_p: Sample(_gufunc(_N, _N), ints=_INT_ARRAYS),
+    products.matvec_p: Sample(_gufunc(_MN, _N), ints=_INT_ARRAYS),
+    products.vecmat_p: Sample(_gufunc(_N, _NM), ints=_INT_ARRAYS),
 }
