@@ -1047,7 +1047,7 @@ COVERAGE = [
         ),
         (_X,),
     ),
-    # calculus: correlate's mode (and interp, whose derivative reads interp_interval)
+    # calculus: correlate's mode (and interp, whose derivative reads searchsorted)
     (tg.grad(lambda x: np.sum(np.interp(x[1], x[0], np.correlate(x[0], x[1], "same")))), (_X,)),
 ]
 COVERAGE_GRAPHS = [tg.make_graph(f)(*args) for f, args in COVERAGE]

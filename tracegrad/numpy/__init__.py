@@ -18,10 +18,12 @@ from tracegrad.numpy import (
     _linalg,
     _logic,
     _nanfunctions,
+    _quantiles,
     _reductions,
     _shape,
     _sorting,
     _statistics,
+    _unique,
 )
 from tracegrad.numpy._at import *
 from tracegrad.numpy._calculus import *
@@ -34,10 +36,12 @@ from tracegrad.numpy._indexing import *
 from tracegrad.numpy._linalg import *
 from tracegrad.numpy._logic import *
 from tracegrad.numpy._nanfunctions import *
+from tracegrad.numpy._quantiles import *
 from tracegrad.numpy._reductions import *
 from tracegrad.numpy._shape import *
 from tracegrad.numpy._sorting import *
 from tracegrad.numpy._statistics import *
+from tracegrad.numpy._unique import *
 
 __all__ = (
     _elementwise.__all__
@@ -54,5 +58,7 @@ __all__ = (
     + _counting.__all__
     + _statistics.__all__
     + _nanfunctions.__all__
+    + _quantiles.__all__
+    + _unique.__all__
     + _at.__all__
 )

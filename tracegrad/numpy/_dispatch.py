@@ -57,7 +57,7 @@ def _augmented_assignment() -> bool:
     caller's instruction tells them apart. An augmented assignment rebinds its name to what
     the ufunc returns, so a traced result is right there (as in JAX); an explicit call would
     lose it and leave `out` unchanged."""
-    frame = sys._getframe(3)  # the caller of Boxed.__array_ufunc__
+    frame = sys._getframe(4)  # the caller of Boxed.__array_ufunc__ (via array_ufunc, _check_out)
     if frame.f_code.co_filename == _MIXIN_FILE:  # x += 1 on a tracer: NumPy's operator mixin
         frame = frame.f_back
     return _is_augmented(frame.f_code, frame.f_lasti)
@@ -74,15 +74,8 @@ def _is_augmented(code, offset: int) -> bool:
 
 
 def array_ufunc(ufunc, method, inputs, kwargs):
-    out = kwargs.pop("out", None)
-    outs = out if isinstance(out, tuple) else (out,)
-    if any(o is not None for o in outs) and not _augmented_assignment():
-        raise TypeError(
-            f"tracegrad: np.{ufunc.__name__}(..., out=...) would write a traced result into "
-            "`out`, which cannot hold one: `out` would be left unchanged and the result lost. "
-            f"Drop `out=` and use the returned value (y = np.{ufunc.__name__}(...)); an "
-            "augmented assignment (acc += x) rebinds its name and works as it is."
-        )
+    if kwargs:  # the common call has none: its path stays short
+        _check_out(ufunc, kwargs.pop("out", None))
     if method == "__call__":
         fn = UFUNCS.get(ufunc)
         if fn is None:
@@ -107,6 +100,19 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             kwargs.setdefault("axis", 0)
             return fn(*inputs, **kwargs)
     raise _unsupported(f"np.{ufunc.__name__}.{method}")
+
+
+def _check_out(ufunc, out) -> None:
+    """`out=` cannot hold a traced result; only an augmented assignment, which rebinds its
+    name to what the ufunc returns, may pass one."""
+    outs = out if isinstance(out, tuple) else (out,)
+    if any(o is not None for o in outs) and not _augmented_assignment():
+        raise TypeError(
+            f"tracegrad: np.{ufunc.__name__}(..., out=...) would write a traced result into "
+            "`out`, which cannot hold one: `out` would be left unchanged and the result lost. "
+            f"Drop `out=` and use the returned value (y = np.{ufunc.__name__}(...)); an "
+            "augmented assignment (acc += x) rebinds its name and works as it is."
+        )
 
 
 @functools.cache

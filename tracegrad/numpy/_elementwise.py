@@ -90,15 +90,9 @@ def _power_of_ten(n: int) -> float:
 around = round
 
 
-def where(condition, x=None, y=None, /):
-    """`np.where(condition, x, y)`; the one-argument form (`nonzero`) has no traced rule."""
-    if x is None and y is None:
-        raise NotImplementedError(
-            "tracegrad.numpy.where: the one-argument form returns data-dependent shapes; "
-            "use the three-argument form where(condition, x, y)"
-        )
-    if x is None or y is None:
-        raise ValueError("where: either both or neither of x and y should be given")
+def where(condition, x, y, /):
+    """`np.where(condition, x, y)` (the public `tnp.where`, with the one-argument form, is in
+    _sorting.py)."""
     return ew.where(condition, x, y)
 
 
@@ -203,7 +197,6 @@ def _cast(value, dtype):
 __all__ += [
     "round",
     "around",
-    "where",
     "clip",
     "astype",
     "real",

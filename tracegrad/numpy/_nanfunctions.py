@@ -14,9 +14,9 @@ import numpy as np
 from tracegrad.core import Boxed
 from tracegrad.numpy import _elementwise as _ew
 from tracegrad.numpy import _indexing as _ix
+from tracegrad.numpy import _quantiles as _so
 from tracegrad.numpy import _reductions as _red
 from tracegrad.numpy import _shape as _sh
-from tracegrad.numpy import _sorting as _so
 from tracegrad.numpy._common import axes, ndim_of, shape_of
 from tracegrad.primitives import sorting as sp
 

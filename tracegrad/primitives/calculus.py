@@ -1,9 +1,9 @@
 """Primitives of NumPy's one-dimensional numerics whose bits come from NumPy's own C loops:
-`correlate` (under both `np.correlate` and `np.convolve`), `interp`, and `interp_interval`
-(the knot interval np.interp's binary search brackets each point with, which interp's
-derivative reads). A composition cannot reproduce either loop (correlate sums each lag with the
-dtype's dot, BLAS for floats; interp evaluates `slope * (x - xp[j]) + fp[j]` in C), so `impl`
-calls NumPy, and every rule is written with tracegrad's own operations.
+`correlate` (under both `np.correlate` and `np.convolve`) and `interp` (whose derivative reads
+the knot interval np.interp's binary search brackets each point with: `searchsorted`). A
+composition cannot reproduce either loop (correlate sums each lag with the dtype's dot, BLAS
+for floats; interp evaluates `slope * (x - xp[j]) + fp[j]` in C), so `impl` calls NumPy, and
+every rule is written with tracegrad's own operations.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
-from tracegrad.ir.primitive import READS_INPUTS, READS_NOTHING, Primitive
+from tracegrad.ir.primitive import READS_INPUTS, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives.batching import batch_size, materialize
@@ -20,6 +20,7 @@ from tracegrad.primitives.broadcasting import broadcast_to, sum
 from tracegrad.primitives.indexing import gather, scatter_add
 from tracegrad.primitives.shape import concatenate
 from tracegrad.primitives.slicing import slice_static
+from tracegrad.primitives.sorting import searchsorted
 from tracegrad.primitives.views import flip, move_to_front, reshape
 
 _F8 = np.dtype(np.float64)
@@ -171,52 +172,6 @@ correlate_p = Primitive(
     layout=Layout.C,
 )
 
-# -- interp_interval --------------------------------------------------------------------------
-
-
-def interp_interval(x, xp):
-    """`np.searchsorted(xp, x, side='right')`: k with xp[k - 1] <= x < xp[k] for an increasing
-    `xp` (0 below xp[0], len(xp) from xp[-1] on, and for NaN), the interval np.interp's binary
-    search finds. Integer indices: no derivative."""
-    return bind(interp_interval_p, x, xp)
-
-
-def _interval_shape(x: Aval, xp: Aval):
-    if xp.ndim != 1 or x.dtype.kind not in "biuf" or xp.dtype.kind not in "biuf":
-        raise ValueError(
-            f"interp_interval: x {x.dtype}{list(x.shape)} and a one-axis xp "
-            f"{xp.dtype}{list(xp.shape)} must be real"
-        )
-    return Aval(x.shape, np.intp)
-
-
-def _interval_batch(args, dims):
-    (x, xp), (dx, dxp) = args, dims
-    if dxp is None:  # searchsorted takes x of any shape: its batch axis stays where it is
-        return interp_interval(x, xp), dx
-    # each example has its own knots: count them (k = #{xp <= x}; NaN counts all, as it sorts last)
-    size = batch_size(args, dims)
-    x, xp = materialize(x, dx, size), move_to_front(xp, dxp)
-    rank = len(shape_of(x))
-    knots = reshape(xp, (size,) + (1,) * (rank - 1) + shape_of(xp)[1:])
-    below = bind(ew.less_equal_p, knots, reshape(x, shape_of(x) + (1,)))
-    k = sum(ew.astype(below, np.intp), (rank,), False)
-    return ew.where(bind(ew.isnan_p, x), shape_of(xp)[1], k), 0
-
-
-interp_interval_p = Primitive(
-    "interp_interval",
-    impl=lambda x, xp: np.searchsorted(xp, x, side="right"),
-    shape=_interval_shape,
-    jvp=lambda primals, tangents, *, out: None,
-    vjp=lambda bar, x, xp, *, out: (None, None),
-    batch=_interval_batch,
-    emit=lambda x, xp: f"np.searchsorted({xp}, {x}, side='right')",
-    differentiable=False,
-    vjp_reads=READS_NOTHING,
-    layout=Layout.C,
-)
-
 # -- interp -----------------------------------------------------------------------------------
 # out = np.interp(x, xp, fp, left, right): fp[j] + slope * (x - xp[j]) for xp[j] <= x <
 # xp[j + 1], slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]); `left` below xp[0], `right`
@@ -285,7 +240,8 @@ class _Pieces:
             self.inside = None
             return
         self.at_end = bind(ew.equal_p, x, last)
-        k = interp_interval(x, xp)
+        # the interval np.interp's binary search brackets x with: xp[k - 1] <= x < xp[k]
+        k = searchsorted(xp, x, right=True)
         self.inside = bind(
             ew.logical_and_p, bind(ew.greater_equal_p, k, 1), bind(ew.less_equal_p, k, n - 1)
         )
@@ -440,4 +396,4 @@ interp_p = Primitive(
     layout=Layout.C,
 )
 
-PRIMITIVES = (correlate_p, interp_interval_p, interp_p)
+PRIMITIVES = (correlate_p, interp_p)

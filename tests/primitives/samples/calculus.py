@@ -45,10 +45,6 @@ def _points(data, dtype):
     return np.asarray(values, np.float64).reshape(shape).astype(dtype)
 
 
-def _interval(data, dtype):
-    return (_points(data, dtype), _knots(data, dtype)), {}
-
-
 def _interp(data, dtype):
     xp = _knots(data, dtype)
     fp = S.array(data, xp.shape, dtype)
@@ -58,7 +54,6 @@ def _interp(data, dtype):
 
 SAMPLES = {
     calc.correlate_p: Sample(_correlate),
-    calc.interp_interval_p: Sample(_interval, fd=False),
     calc.interp_p: Sample(
         _interp, ints=((0, -3, 3, True), (2, -2, 2, False), (3, -2, 2, True), (4, -2, 2, True))
     ),
