@@ -9,6 +9,7 @@ of the level above it: that is how nested transforms compose.
 
 from __future__ import annotations
 
+import math
 import struct
 from contextvars import ContextVar
 
@@ -150,6 +151,14 @@ class Trace:
             edge = Edge(const_node(value), 0)
             self._scalar_consts[key] = edge
         return edge
+
+    def captured_outer_of(self, node: Node) -> Tracer | None:
+        """The enclosing trace's tracer that the `arg` node `node` stands for, if it was
+        captured (None for this trace's own inputs)."""
+        for inner, outer in zip(self.captured.values(), self.captured_outer):
+            if inner.edge.node is node:
+                return outer
+        return None
 
     def lift(self, t: Tracer) -> Tracer:
         """This trace's stand-in for tracer `t` of an enclosing trace (captured once)."""
@@ -427,7 +436,7 @@ class Tracer(Boxed):
         if self.val is None:
             raise ConcretizationError(
                 f"{what} needs a concrete value, but this {self.aval.str_short()} value is traced "
-                f"abstractly (under jit, vmap or make_graph), at {user_frame_location()}.\n"
+                f"abstractly (under jit, vmap or make_graph), at {user_frame_source()}.\n"
                 "Mark the argument static with static_argnums, or express the choice as data with "
                 "tracegrad.numpy.where."
             )
@@ -449,6 +458,16 @@ class Tracer(Boxed):
     def __complex__(self):
         return complex(self._number("complex"))
 
+    # math.trunc, math.floor and math.ceil: Python ints, and math.* conversions all the same
+    def __trunc__(self):
+        return math.trunc(self._number("int"))
+
+    def __floor__(self):
+        return math.floor(self._number("int"))
+
+    def __ceil__(self):
+        return math.ceil(self._number("int"))
+
     def __index__(self):
         v = self._concrete("using a traced value as an index or a shape")
         return np.asarray(v).__index__()
@@ -465,7 +484,10 @@ class Tracer(Boxed):
         return np.asarray(self._concrete("item() of a traced value")).item()
 
     def tolist(self):
-        return np.asarray(self._concrete("tolist() of a traced value")).tolist()
+        """The values as nested Python numbers: refused for a value that carries a derivative,
+        like float() (take a constant on purpose with tg.stop_gradient(x).tolist())."""
+        kind = {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}
+        return np.asarray(self._number(kind.get(self.aval.dtype.kind, "float"))).tolist()
 
     def _number(self, kind: str):
         """The value as a Python `kind` (int, float, complex), unless a derivative flows
@@ -499,7 +521,10 @@ class Tracer(Boxed):
                 stack.pop()
                 continue
             if node.prim is arg_p:
-                memo[node] = True
+                # an input of this trace, or a value captured from an enclosing one (which
+                # carries a derivative only if it does there)
+                outer = self._trace.captured_outer_of(node)
+                memo[node] = True if outer is None else outer._carries_derivative()
             elif node.prim is const_p or not node.prim.differentiable:
                 memo[node] = False
             else:

@@ -166,3 +166,17 @@ def test_errors_name_the_operation_and_the_fix():
         tnp.at(X)[5].set(1.0)
     with pytest.raises(ValueError):
         tnp.at(X)[0].set(np.ones(3))  # shapes that do not broadcast
+
+
+def test_divide_is_jax_and_numpy_bits_and_jit_takes_tnp_arrays():
+    x = np.arange(1.0, 30.0)
+    v = np.arange(1.0, 30.0)[::-1] * 1.7
+    assert_bitwise_equal(tnp.at(x)[:].divide(v), x / v)
+    g = tg.grad(lambda v: np.sum(tnp.at(x)[2:4].divide(v)))(np.array([2.0, 4.0]))
+    np.testing.assert_allclose(g, -x[2:4] / np.array([2.0, 4.0]) ** 2, rtol=1e-15)
+    # the arrays tracegrad.numpy returns are accepted wherever NumPy arrays are
+    assert_bitwise_equal(tg.jit(lambda a: a * 2)(tnp.zeros(3)), np.zeros(3))
+    assert_bitwise_equal(
+        tg.jit(tg.grad(lambda a: np.sum(a**2)))(tnp.linspace(0, 1, 3)), np.linspace(0, 2, 3)
+    )
+    assert_bitwise_equal(tg.jit(lambda a: a + 1, donate_argnums=0)(tnp.ones(2)), np.full(2, 2.0))

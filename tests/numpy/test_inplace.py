@@ -140,3 +140,45 @@ def test_item_assignment_on_a_traced_value_names_at():
 
     with pytest.raises(TypeError, match=r"x.at\[i\].set\(v\)"):
         tg.grad(f)(X)
+
+
+# -- NumPy's in-place casting and shapes -----------------------------------------------------
+
+
+def test_augmented_assignment_keeps_the_targets_dtype_as_numpy():
+    a32 = np.linspace(0, 1, 3, dtype=np.float32)
+    b64 = np.linspace(0.3, 2, 3)
+
+    def f(x, y):
+        x = x * 1
+        x += y  # in NumPy x stays float32 (computed in float64, cast back)
+        acc = np.zeros(3, np.float32)
+        acc += y
+        return x, acc
+
+    expected = f(a32.copy(), b64)
+    for got in (tg.jit(f)(a32, b64), tg.make_graph(f)(a32, b64)(a32, b64)):
+        assert_bitwise_equal(got, expected)
+    g = tg.grad(lambda y: np.sum(f(a32, y)[0]) + np.sum(f(a32, y)[1]))(b64)
+    assert g.dtype == np.float64 and np.all(g == 2.0)
+
+
+def test_augmented_assignment_errors_are_numpys():
+    def int_target(x):
+        acc = np.zeros(3, np.int64)
+        acc += x
+        return acc
+
+    def wider(x):
+        acc = np.zeros(3)
+        acc += x
+        return acc
+
+    with pytest.raises(TypeError, match=r"Cannot cast ufunc 'add' output from dtype\('float64'\)"):
+        int_target(X)  # NumPy's own error...
+    with pytest.raises(TypeError, match=r"Cannot cast ufunc 'add' output from dtype\('float64'\)"):
+        tg.jit(int_target)(X)  # ...and ours
+    with pytest.raises(ValueError, match="non-broadcastable output operand with shape"):
+        wider(np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"non-broadcastable output operand with shape \(3,\)"):
+        tg.jit(wider)(np.ones((2, 3)))

@@ -243,3 +243,41 @@ def test_insert_and_delete_gradients_match_jax():
     ours = tg.grad(lambda a: np.sum(np.delete(a, [0, 2], axis=1) * w[:, :2]))(A)
     theirs = jax.grad(lambda a: jnp.sum(jnp.delete(a, jnp.array([0, 2]), axis=1) * w[:, :2]))(A)
     np.testing.assert_allclose(ours, np.asarray(theirs), rtol=1e-14)
+
+
+def test_numpy_corner_cases_found_in_review():
+    assert_bitwise_equal(tnp.angle(1 + 2j), np.angle(1 + 2j))
+    assert_bitwise_equal(tnp.append(A, A[:, :1], axis=-1), np.append(A, A[:, :1], axis=-1))
+    x4 = np.arange(4.0)  # a longer condition is fine while it is False beyond the axis
+    assert_bitwise_equal(tnp.compress([1, 0, 1, 1, 0], x4), np.compress([1, 0, 1, 1, 0], x4))
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        tnp.compress([1, 0, 1, 1, 1], x4)
+    x = np.linspace(-1, 1, 5)
+    assert_bitwise_equal(tnp.select([True, x > 0], [x, -x]), np.select([True, x > 0], [x, -x]))
+    b = np.array([True, False])
+    assert_bitwise_equal(tnp.round(b), np.round(b))  # float16, as NumPy
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'multiply' output"):
+        tnp.round(b, 1)
+    with pytest.raises(NotImplementedError, match="complex values"):
+        tnp.round(np.array([1.25 + 2.5j]), 1)
+    z = np.array([1.5 + 2.5j, -0.5 - 1.5j])
+    assert_bitwise_equal(tnp.round(z), np.round(z))
+
+
+def test_bitwise_operators_on_traced_values():
+    a, n = np.array([4, 6, -3]), np.array([1, 2, 0])
+
+    def f(a, n):
+        return (~a, a & n, a | n, a ^ n, a << n, a >> n, np.gcd(a, n), np.lcm(a, n))
+
+    assert_bitwise_equal(tg.make_graph(f)(a, n)(a, n), f(a, n))
+    x = np.array([1.0, np.nan, -2.0, 3.0])
+    g = tg.grad(lambda x: np.sum(np.where(~np.isnan(x) & (x > 0), x, 0.0) ** 2))(x)
+    assert_bitwise_equal(g, np.array([2.0, 0.0, 0.0, 6.0]))
+
+
+def test_ldexp_and_heaviside():
+    x = np.array([0.5, -1.25, 2.0], np.float32)
+    n = np.array([1, -2, 3])
+    check_name("ldexp", (x, n), static=(1,))
+    check_name("heaviside", (x, np.float32(0.5)), differentiable=False)

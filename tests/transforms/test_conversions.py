@@ -194,3 +194,39 @@ def test_float_of_a_tensor_that_requires_grad_warns_as_torch_does():
         float(tt * 3)
     theirs = str(record[0].message)
     assert theirs.startswith(ours)  # torch adds "(Triggered internally at ...)"
+
+
+def test_tolist_and_the_math_rounding_functions_are_conversions_too():
+    x = np.array([1.0, 2.0, 3.0])
+    for f in (
+        lambda x: np.sum(x * np.array(x.tolist())),
+        lambda x: math.trunc(x[0]) * x[0],
+        lambda x: math.floor(x[0]) * x[0],
+        lambda x: math.ceil(x[0]) * x[0],
+    ):
+        with pytest.raises(TypeError, match="would drop the derivative"):
+            tg.grad(f)(x)
+    g = tg.grad(lambda x: x[0] * len(tg.stop_gradient(x).tolist()) + math.floor(x[1].item()))(x)
+    np.testing.assert_array_equal(g, [3.0, 0.0, 0.0])
+    assert tg.grad(lambda x, n: x[0] * sum(n.tolist()))(x, np.array([1, 2]))[0] == 3.0
+
+
+def test_a_value_captured_from_an_outer_trace_converts_when_it_carries_no_derivative_there():
+    x = np.array([1.0, 2.0])
+
+    def outer(x):
+        c = tg.stop_gradient(x)
+        return tg.grad(lambda y: float(np.sum(c * 2)) * np.sum(y))(x)
+
+    np.testing.assert_array_equal(outer(x), [6.0, 6.0])
+
+    def carries(x):  # x carries the outer derivative: converting it inside is refused
+        return np.sum(tg.grad(lambda y: float(np.sum(x * 2)) * np.sum(y))(x))
+
+    with pytest.raises(TypeError, match="would drop the derivative"):
+        tg.grad(carries)(x)
+
+
+def test_argnums_may_be_numpy_integers():
+    a, b = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    np.testing.assert_array_equal(tg.grad(_f, argnums=np.int64(1))(a, b), a * a)

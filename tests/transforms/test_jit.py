@@ -278,3 +278,18 @@ def test_static_argnames_errors():
         tg.jit(_power, static_argnames=(1,))
     with pytest.raises(tg.ConcretizationError):  # not named static: traced
         tg.jit(lambda x, n: x if n > 1 else -x)(np.ones(2), n=np.int64(2))
+
+
+def test_static_argnames_must_name_parameters_as_in_jax():
+    with pytest.raises(ValueError, match=r"static_argnames \['z'\] are not parameters of"):
+        tg.jit(_power, static_argnames=("z",))
+
+    def positional_only(x, /, n):
+        return x * n
+
+    with pytest.raises(ValueError, match=r"\['x'\] are positional-only"):
+        tg.jit(positional_only, static_argnames="x")
+    # a function taking **kwargs takes any name
+    assert_bitwise_equal(
+        tg.jit(lambda x, **kw: x * kw["k"], static_argnames="k")(np.ones(2), k=3), np.full(2, 3.0)
+    )

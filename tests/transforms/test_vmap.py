@@ -123,5 +123,5 @@ def test_axis_size_errors():
         tg.vmap(np.sin, in_axes=None)(x)
     with pytest.raises(TypeError, match="axis_size must be a non-negative int"):
         tg.vmap(np.sin, axis_size=2.0)
-    with pytest.raises(NotImplementedError, match="collective"):
-        tg.vmap(np.sin, axis_name="i")
+    # JAX's axis_name names the axis for collectives, which tracegrad has none of: accepted
+    np.testing.assert_array_equal(tg.vmap(np.sin, axis_name="i")(x), np.sin(x))

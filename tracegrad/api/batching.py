@@ -74,17 +74,12 @@ def vmap(
         are batched along axis 0.
       out_axes: where the batch axis goes in each output (an int, None, or a pytree prefix).
       axis_name: JAX's name for collective operations over the batch axis; tracegrad has no
-        collectives, so it must be None.
+        collectives, so nothing refers to it (accepted, as JAX code passes it).
       axis_size: the batch size; needed when no argument is batched (in_axes all None: the
         outputs are then broadcast along a new axis of this size), and checked against the
         arguments' batch size otherwise.
     """
     fname = name_of(f)
-    if axis_name is not None:
-        raise NotImplementedError(
-            f"vmap({fname}): axis_name={axis_name!r} names an axis for collective operations "
-            "(psum, pmean, ...), which tracegrad does not have; drop axis_name"
-        )
     if axis_size is not None and (
         isinstance(axis_size, bool) or not isinstance(axis_size, int) or axis_size < 0
     ):

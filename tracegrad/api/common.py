@@ -127,7 +127,7 @@ def name_of(f) -> str:
 
 
 def argnums_tuple(argnums, nargs: int, fname: str, api: str) -> tuple[int, ...]:
-    single = isinstance(argnums, int)
+    single = isinstance(argnums, int | np.integer)
     nums = (argnums,) if single else tuple(argnums)
     if not nums:
         raise ValueError(f"{api}({fname}): argnums must name at least one argument, got ()")

@@ -32,6 +32,7 @@ from tracegrad.interpret import eval_graph
 from tracegrad.ir.analysis import peak_bytes
 from tracegrad.ir.graph import Graph
 from tracegrad.ir.types import Aval, aval_of
+from tracegrad.numpy._at import ndarray as tnp_ndarray
 from tracegrad.transforms.simplify import simplify
 
 logger = logging.getLogger("tracegrad.jit")
@@ -58,6 +59,8 @@ def _leaf_key(x):
         return (a.shape, a.dtype, a.weak_type)
     if isinstance(x, np.generic):
         return ((), x.dtype)
+    if t is tnp_ndarray:  # tracegrad.numpy's arrays: NumPy arrays that only add `.at`
+        return (x.shape, x.dtype)
     raise TypeError(
         f"jit: arguments must be arrays, Python scalars or pytrees of them; got a "
         f"{t.__name__}. Pass non-array values with static_argnums."
@@ -121,10 +124,12 @@ class Jitted:
         static_argnames: Sequence[str] = (),
     ):
         self.f = f
-        static_argnums, static_argnames = _static_names_and_nums(f, static_argnums, static_argnames)
+        static_argnums, static_argnames, by_name = _static_names_and_nums(
+            f, static_argnums, static_argnames
+        )
         self.static_argnums = tuple(sorted(set(static_argnums)))
         self.static_argnames = frozenset(static_argnames)
-        self._named_positions = _positions_of(f, self.static_argnames)
+        self._named_positions = by_name  # static positions that may also come by name
         self.backend = backend
         self.donate_argnums = tuple(donate_argnums)
         self.name = name_of(f)
@@ -163,7 +168,7 @@ class Jitted:
     def _check_donated(self, flat, positions) -> None:
         for p in positions:
             x = flat[p]
-            if type(x) is not np.ndarray or not x.flags.writeable:
+            if type(x) not in (np.ndarray, tnp_ndarray) or not x.flags.writeable:
                 raise ValueError(
                     f"jit({self.name}): a donated argument (leaf {p}) must be a writeable NumPy "
                     f"array, got {type(x).__name__}"
@@ -313,8 +318,10 @@ class Jitted:
 
 
 def _static_names_and_nums(f, static_argnums, static_argnames):
-    """JAX's rule: each of static_argnums and static_argnames also covers the other's
-    parameters, through `f`'s signature (positional-or-keyword parameters by position)."""
+    """(static positions, static names, positions that are static by name), by JAX's rule:
+    each of static_argnums and static_argnames also covers the other's parameters, through
+    `f`'s signature (positional-or-keyword parameters by position). Names `f` does not take, or
+    takes only by position, raise ValueError as in JAX."""
     static_argnames = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
     nums, names = set(static_argnums), set(static_argnames)
     for name in names:
@@ -323,25 +330,31 @@ def _static_names_and_nums(f, static_argnums, static_argnames):
     try:
         params = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):  # a builtin or a callable without a signature
-        return tuple(nums), tuple(names)
-    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    for i, name in enumerate(positional):
-        if name in names:
+        return tuple(nums), tuple(names), frozenset()
+    kinds = {p.name: p.kind for p in params}
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+    unknown = {n for n in names if n not in kinds} if not takes_any else set()
+    if unknown:
+        raise ValueError(
+            f"jit: static_argnames {sorted(unknown)} are not parameters of {name_of(f)}"
+        )
+    positional_only = {n for n in names if kinds.get(n) is inspect.Parameter.POSITIONAL_ONLY}
+    if positional_only:
+        raise ValueError(
+            f"jit: static_argnames {sorted(positional_only)} are positional-only parameters of "
+            f"{name_of(f)}; name them in static_argnums"
+        )
+    by_name = set()
+    for i, p in enumerate(params):
+        if p.kind is not p.POSITIONAL_OR_KEYWORD:
+            continue
+        if p.name in names:
             nums.add(i)
-        elif i in nums and params[i].kind is params[i].POSITIONAL_OR_KEYWORD:
-            names.add(name)
-    return tuple(nums), tuple(names)
-
-
-def _positions_of(f, names) -> frozenset[int]:
-    """The positions of `f`'s parameters in `names` (those it can take by position or name)."""
-    try:
-        params = list(inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):
-        return frozenset()
-    return frozenset(
-        i for i, p in enumerate(params) if p.name in names and p.kind is p.POSITIONAL_OR_KEYWORD
-    )
+            by_name.add(i)
+        elif i in nums:
+            names.add(p.name)
+            by_name.add(i)
+    return tuple(nums), tuple(names), frozenset(by_name)
 
 
 def jit(

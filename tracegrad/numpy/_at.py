@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracegrad.core import Boxed, Tracer
+from tracegrad.core import Boxed, Tracer, bind
 from tracegrad.numpy._common import asarray_or_tracer, shape_of
 from tracegrad.numpy._indexing import getitem, parse_index
 from tracegrad.primitives import elementwise as ew
@@ -59,7 +59,10 @@ class _Ref:
                 f"x.at[...].divide() on an {np.dtype(self._x.dtype).name} array: the quotient "
                 "would be cast back to integers; convert x with .astype(float) first"
             )
-        return self._update("multiply", ew.reciprocal(asarray_or_tracer(values)), options)
+        # JAX's definition: x divided by the product of the updates at each position (one
+        # update: x / v, the bits of np.divide.at)
+        factors = _Ref(np.ones(shape_of(self._x), self._x.dtype), self._index)
+        return bind(ew.divide_p, self._x, factors._update("multiply", values, options))
 
     def power(self, values, **options):
         current = self.get()

@@ -19,9 +19,22 @@ def asarray_or_tracer(x):
 
 
 def as_array(x):
-    """Like np.asanyarray: traced values as they are, anything else (Python scalars too) a
-    NumPy array (strong, as NumPy's functions make their arguments)."""
+    """Like np.asanyarray: a strong array. Python scalars become NumPy arrays, and a traced
+    value that stands for a Python scalar (weak-typed) becomes a strong traced one, as NumPy's
+    functions make their arguments (so np.float32(1) + as_array(t) is float64 for t = 2.0)."""
+    if isinstance(x, Tracer):
+        return astype(x, x.aval.dtype) if x.aval.weak_type else x
     return x if isinstance(x, Boxed) else np.asarray(x)
+
+
+def promotion_key(x):
+    """What `np.result_type` should see for `x`: Python scalars (and traced values standing for
+    one) as weak Python scalars of their kind, everything else as its dtype."""
+    if isinstance(x, Tracer) and x.aval.weak_type:
+        return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[x.aval.dtype.kind]
+    if isinstance(x, bool | int | float | complex):
+        return x
+    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
 
 
 def cast(x, dtype):

@@ -23,6 +23,7 @@ from tracegrad.numpy._common import (
     cast,
     concrete_value,
     ndim_of,
+    promotion_key,
     shape_of,
 )
 from tracegrad.numpy._indexing import diagonal
@@ -124,7 +125,7 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     if like is not None:
         raise NotImplementedError("tracegrad.numpy.array: like= is not supported")
     if isinstance(object, Boxed):
-        x = object if dtype is None else ew.astype(object, dtype)
+        x = as_array(object) if dtype is None else ew.astype(object, dtype)
     elif isinstance(object, list | tuple) and _has_traced(object):
         dt = np.dtype(dtype) if dtype is not None else np.result_type(*_leaf_dtypes(object))
         x = _stacked(object, dt)
@@ -221,17 +222,13 @@ def _shape(shape, fname: str) -> tuple[int, ...]:
 
 
 def _number(x, fname: str):
-    """A Python-number argument (arange's bounds, a count): a traced value must not carry a
-    derivative, which the number would drop."""
-    if not isinstance(x, Boxed):
-        return x
-    if isinstance(x, Tracer) and x._carries_derivative():
-        raise TypeError(
-            f"tracegrad.numpy.{fname}: an argument carries a derivative, which the Python "
-            "number this needs would drop; compute the values with arithmetic on the traced "
-            "value (start + step * tracegrad.numpy.arange(n)), or pass tg.stop_gradient(x)"
-        )
-    return concrete_value(x, f"{fname}'s arguments", "Pass them as Python numbers.").item()
+    """A Python-number argument (arange's bounds): a traced value is converted as float()
+    converts it, refused when it carries a derivative (the number would drop it)."""
+    if isinstance(x, Tracer):
+        return np.asarray(x._number("int" if x.dtype.kind in "biu" else "float")).item()
+    if isinstance(x, Boxed):
+        return concrete_value(x, f"{fname}'s arguments", "Pass them as Python numbers.").item()
+    return x
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
@@ -244,16 +241,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
 def _inexact_dtype(*values) -> np.dtype:
     """NumPy's `_array_converter(...).result_type(ensure_inexact=True)`: Python scalars (and
     traced values that stand for one) promote weakly."""
-    dt = np.result_type(*(_promotion_key(v) for v in values))
+    dt = np.result_type(*(promotion_key(v) for v in values))
     return dt if dt.kind in "fc" else np.result_type(dt, 1.0)
-
-
-def _promotion_key(v):
-    if isinstance(v, Tracer) and v.aval.weak_type:
-        return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[v.aval.dtype.kind]
-    if isinstance(v, int | float | complex):  # bool is an int
-        return v
-    return np.dtype(v.dtype) if hasattr(v, "dtype") else np.asarray(v).dtype
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
@@ -339,7 +328,7 @@ def _at_least(x, nd):
     missing = nd - ndim_of(x)
     if missing <= 0:
         return x
-    return views.reshape(x, (1,) * missing + shape_of(x)) if _traced(x) else np.asarray(x, ndmin=nd)
+    return views.reshape(x, (1,) * missing + shape_of(x)) if _traced(x) else np.array(x, ndmin=nd)
 
 
 # -- matrices and grids -----------------------------------------------------------------------

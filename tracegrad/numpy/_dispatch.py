@@ -57,7 +57,7 @@ def _augmented_assignment() -> bool:
     caller's instruction tells them apart. An augmented assignment rebinds its name to what
     the ufunc returns, so a traced result is right there (as in JAX); an explicit call would
     lose it and leave `out` unchanged."""
-    frame = sys._getframe(4)  # the caller of Boxed.__array_ufunc__ (via array_ufunc, _check_out)
+    frame = sys._getframe(4)  # the caller of Boxed.__array_ufunc__ (via _augmented_target)
     if frame.f_code.co_filename == _MIXIN_FILE:  # x += 1 on a tracer: NumPy's operator mixin
         frame = frame.f_back
     return _is_augmented(frame.f_code, frame.f_lasti)
@@ -74,23 +74,28 @@ def _is_augmented(code, offset: int) -> bool:
 
 
 def array_ufunc(ufunc, method, inputs, kwargs):
+    target = None
     if kwargs:  # the common call has none: its path stays short
-        _check_out(ufunc, kwargs.pop("out", None))
+        target = _augmented_target(ufunc, kwargs.pop("out", None))
     if method == "__call__":
         fn = UFUNCS.get(ufunc)
         if fn is None:
             raise _unsupported(f"np.{ufunc.__name__}")
-        if kwargs:
+        if not kwargs:
+            result = fn(*inputs)
+        else:
             unsupported = sorted(set(kwargs) - _keywords(fn))
             if unsupported:
                 raise NotImplementedError(
                     f"tracegrad: np.{ufunc.__name__} with the arguments {unsupported} is not "
                     "supported"
                 )
-            return fn(*inputs, **kwargs)
-        return fn(*inputs)
+            result = fn(*inputs, **kwargs)
+        return result if target is None else _written_into(ufunc, target, result)
     if method == "reduce" and ufunc in _REDUCE:
         fn = getattr(namespace, _REDUCE[ufunc], None)
+        if kwargs.get("dtype", 0) is None:  # np.max(x, where=...) reaches maximum.reduce so
+            del kwargs["dtype"]
         if fn is not None:
             kwargs.setdefault("axis", 0)
             return fn(*inputs, **kwargs)
@@ -102,17 +107,42 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     raise _unsupported(f"np.{ufunc.__name__}.{method}")
 
 
-def _check_out(ufunc, out) -> None:
-    """`out=` cannot hold a traced result; only an augmented assignment, which rebinds its
-    name to what the ufunc returns, may pass one."""
+def _augmented_target(ufunc, out):
+    """The array an augmented assignment (`acc += x`) writes into, or None without `out=`.
+    Any other `out=` cannot hold a traced result (it would be left unchanged and the result
+    lost): refused. An augmented assignment rebinds its name to what the ufunc returns."""
     outs = out if isinstance(out, tuple) else (out,)
-    if any(o is not None for o in outs) and not _augmented_assignment():
+    if all(o is None for o in outs):
+        return None
+    if not _augmented_assignment():
         raise TypeError(
             f"tracegrad: np.{ufunc.__name__}(..., out=...) would write a traced result into "
             "`out`, which cannot hold one: `out` would be left unchanged and the result lost. "
             f"Drop `out=` and use the returned value (y = np.{ufunc.__name__}(...)); an "
             "augmented assignment (acc += x) rebinds its name and works as it is."
         )
+    return outs[0]
+
+
+def _written_into(ufunc, target, result):
+    """`result` as NumPy's in-place operation leaves it in `target`: the target's shape (the
+    result may not broadcast beyond it) and dtype (cast as casting='same_kind' allows), so
+    `x += y` keeps x's float32 and `acc += x` acc's dtype, bit for bit."""
+    shape, dtype = tuple(np.shape(target)), np.dtype(target.dtype)
+    if tuple(np.shape(result)) != shape:
+        raise ValueError(
+            f"non-broadcastable output operand with shape {shape} doesn't match the broadcast "
+            f"shape {tuple(np.shape(result))}"
+        )
+    got = np.dtype(result.dtype)
+    if got == dtype:
+        return result
+    if not np.can_cast(got, dtype, "same_kind"):
+        raise TypeError(
+            f"Cannot cast ufunc '{ufunc.__name__}' output from dtype('{got}') to "
+            f"dtype('{dtype}') with casting rule 'same_kind'"
+        )
+    return namespace.astype(result, dtype)
 
 
 @functools.cache

@@ -22,8 +22,9 @@ from tracegrad.numpy._common import (
     shape_of,
 )
 from tracegrad.numpy._indexing import getitem, take
-from tracegrad.primitives import broadcasting, views
+from tracegrad.numpy._shape import broadcast_to, moveaxis, reshape
 from tracegrad.primitives import shape as sp
+from tracegrad.primitives import views
 
 __all__ = ["append", "insert", "delete", "resize", "trim_zeros"]
 
@@ -46,6 +47,7 @@ def append(arr, values, axis=None):
     if axis is None:
         arr, values = _flat(arr), _flat(values)
         axis = ndim_of(arr) - 1
+    axis = normalize_axis_index(operator.index(axis), ndim_of(arr))
     dtype = np.result_type(*(np.dtype(v.dtype) for v in (arr, values)))
     return sp.concatenate([cast(arr, dtype), cast(values, dtype)], axis)
 
@@ -69,16 +71,16 @@ def insert(arr, obj, values, axis=None):
     n, nd = shape[axis], len(shape)
     values = cast(as_array(values), np.dtype(arr.dtype))
     if ndim_of(values) < nd:  # NumPy's array(values, ndmin=arr.ndim)
-        values = _reshape(values, (1,) * (nd - ndim_of(values)) + shape_of(values))
+        values = reshape(values, (1,) * (nd - ndim_of(values)) + shape_of(values))
     indices = _indices(obj, n)
     if indices.size == 1:  # NumPy inserts all of values at that one place
         if indices.ndim == 0:
-            values = _move_axis(values, 0, axis)
+            values = moveaxis(values, 0, axis)
         count = shape_of(values)[axis]
     else:
         count = indices.size
     positions = np.insert(np.arange(n), obj, -(np.arange(count) + 1), axis=0)
-    block = _broadcast(values, shape[:axis] + (count,) + shape[axis + 1 :])
+    block = broadcast_to(values, shape[:axis] + (count,) + shape[axis + 1 :])
     joined = sp.concatenate([arr, block], axis)
     order = np.where(positions < 0, n - positions - 1, positions)
     return take(joined, order, axis=axis)
@@ -90,24 +92,6 @@ def _indices(obj, n) -> np.ndarray:
         return np.arange(*obj.indices(n), dtype=np.intp)
     indices = np.array(obj)
     return np.flatnonzero(indices) if indices.dtype == bool else indices
-
-
-def _reshape(x, shape):
-    return views.reshape(x, shape) if isinstance(x, Boxed) else np.reshape(x, shape)
-
-
-def _move_axis(x, source, destination):
-    if isinstance(x, Boxed):
-        return views.move_axis(x, source, destination)
-    return np.moveaxis(x, source, destination)
-
-
-def _broadcast(x, shape):
-    if shape_of(x) == tuple(shape):
-        return x
-    if isinstance(x, Boxed):
-        return broadcasting.broadcast_to(x, tuple(shape))
-    return np.broadcast_to(x, tuple(shape))
 
 
 def _static_index(obj, fname):

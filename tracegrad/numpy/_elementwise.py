@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from tracegrad.core import bind
-from tracegrad.numpy._common import asarray_or_tracer
+from tracegrad.numpy._common import as_array, asarray_or_tracer
 from tracegrad.primitives import elementwise as ew
 
 __all__ = []
@@ -49,6 +49,10 @@ _ALIASES = {
     "radians": "deg2rad",
     "degrees": "rad2deg",
     "conj": "conjugate",
+    "bitwise_not": "invert",
+    "bitwise_invert": "invert",
+    "bitwise_left_shift": "left_shift",
+    "bitwise_right_shift": "right_shift",
 }
 for _alias, _name in _ALIASES.items():
     globals()[_alias] = globals()[_name]
@@ -65,10 +69,22 @@ def round(a, decimals=0, out=None):  # noqa: A001 - NumPy's name
     decimals = operator.index(decimals)
     a = asarray_or_tracer(a)
     kind = np.dtype(a.dtype).kind if hasattr(a, "dtype") else np.asarray(a).dtype.kind
-    if decimals == 0 and kind not in "biu":
+    if decimals == 0 and kind not in "iu":  # bools too: rint gives float16, as NumPy's
         return bind(ew.rint_p, a)
-    if kind in "biu" and decimals >= 0:
+    if kind in "iu" and decimals >= 0:
         return a
+    if kind == "b":  # NumPy writes the scaled value back into a bool array
+        op = "multiply" if decimals > 0 else "divide"
+        raise TypeError(
+            f"Cannot cast ufunc '{op}' output from dtype('float64') to dtype('bool') with "
+            "casting rule 'same_kind'"
+        )
+    if kind == "c":
+        raise NotImplementedError(
+            "tracegrad.numpy.round: decimals != 0 of complex values is not supported yet "
+            "(NumPy rounds the real and imaginary parts separately); round np.real(z) and "
+            "np.imag(z)"
+        )
     f = _power_of_ten(abs(decimals))
     if decimals >= 0:
         return bind(ew.divide_p, bind(ew.rint_p, bind(ew.multiply_p, a, f)), f)
@@ -134,9 +150,7 @@ def imag(val):
 def angle(z, deg=False):
     """`np.angle`, as NumPy computes it: arctan2(imag, real), with 0 for the imaginary part of
     a real input."""
-    z = asarray_or_tracer(z)
-    if isinstance(z, int | float | bool):
-        z = np.asarray(z)
+    z = as_array(z)
     if np.dtype(z.dtype).kind == "c":
         a = bind(ew.arctan2_p, ew.imag(z), ew.real(z))
     else:
@@ -146,21 +160,21 @@ def angle(z, deg=False):
 
 def sinc(x):
     """`np.sinc`, sin(pi x) / (pi x); derivatives of every order are exact at 0."""
-    return ew.sinc(_strong(x))
+    return ew.sinc(as_array(x))
 
 
 def fix(x, out=None):
     """`np.fix`: rounds toward zero (NumPy computes it as trunc); the derivative is zero."""
     if out is not None:
         raise TypeError(_OUT_REFUSED.format(name="fix"))
-    return bind(ew.trunc_p, _strong(x))
+    return bind(ew.trunc_p, as_array(x))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """`np.nan_to_num`: NaN, +inf and -inf replaced (by default with 0 and the largest finite
     values of x's dtype), as NumPy's copyto with a mask does; elsewhere x, so the derivative is
     1 at finite values and 0 at the replaced ones. Integer arrays are returned as they are."""
-    x = _strong(x)
+    x = as_array(x)
     dtype = np.dtype(x.dtype)
     if dtype.kind not in "fc":
         return x
@@ -180,12 +194,6 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         bind(ew.logical_and_p, is_inf, bind(ew.logical_not_p, negative)), _cast(maxf, dtype), y
     )
     return ew.where(bind(ew.logical_and_p, is_inf, negative), _cast(minf, dtype), y)
-
-
-def _strong(x):
-    # NumPy's functions start with asanyarray: Python scalars become strong NumPy values
-    x = asarray_or_tracer(x)
-    return np.asarray(x) if isinstance(x, int | float | complex | bool) else x
 
 
 def _cast(value, dtype):

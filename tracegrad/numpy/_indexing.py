@@ -14,7 +14,15 @@ import numpy as np
 
 from tracegrad.core import Boxed, Tracer
 from tracegrad.errors import ConcretizationError, user_frame_location
-from tracegrad.numpy._common import asarray_or_tracer, cast, concrete_value, ndim_of, shape_of
+from tracegrad.numpy._common import (
+    as_array,
+    asarray_or_tracer,
+    cast,
+    concrete_value,
+    ndim_of,
+    promotion_key,
+    shape_of,
+)
 from tracegrad.primitives import broadcasting, slicing, views
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import indexing as ix
@@ -351,12 +359,12 @@ def select(condlist, choicelist, default=0):
     choices = [c if type(c) in weak else asarray_or_tracer(c) for c in choicelist]
     default = default if type(default) in weak else asarray_or_tracer(default)
     try:
-        dtype = np.result_type(*(_promotion_key(c) for c in [*choices, default]))
+        dtype = np.result_type(*(promotion_key(c) for c in [*choices, default]))
     except TypeError as e:
         raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") from None
-    conds = [asarray_or_tracer(c) for c in condlist]
+    conds = [as_array(c) for c in condlist]
     for i, c in enumerate(conds):
-        if _promotion_key(c) != np.bool_:
+        if promotion_key(c) != np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
     shape = np.broadcast_shapes(*(shape_of(c) for c in [*conds, *choices, default]))
     result = broadcasting.broadcast_to(cast(default, dtype), shape)
@@ -365,15 +373,11 @@ def select(condlist, choicelist, default=0):
     return result
 
 
-def _promotion_key(x):
-    if isinstance(x, int | float | complex):
-        return x
-    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
-
-
 def choose(a, choices, out=None, mode="raise"):
     """`np.choose`: `choices[a[i]][i]` with `a` and the choices broadcast together (a gather
-    from the stacked choices; the derivative flows to the chosen entries)."""
+    from the stacked choices; the derivative flows to the chosen entries). An index out of
+    range raises ValueError when its values are known; a traced index under jit or vmap cannot
+    be checked, and there a negative one counts from the end, as in Python indexing."""
     if out is not None:
         raise NotImplementedError("tracegrad.numpy.choose: out= is not supported")
     if mode != "raise":
@@ -383,7 +387,7 @@ def choose(a, choices, out=None, mode="raise"):
     index = asarray_or_tracer(a)
     choices = [asarray_or_tracer(c) for c in choices]
     shape = np.broadcast_shapes(shape_of(index), *(shape_of(c) for c in choices))
-    dtype = np.result_type(*(_promotion_key(c) for c in choices))
+    dtype = np.result_type(*(promotion_key(c) for c in choices))
     stacked = _stack([broadcasting.broadcast_to(cast(c, dtype), shape) for c in choices])
     index = _index_array(index)
     if (
@@ -413,9 +417,10 @@ def compress(condition, a, axis=None, out=None):
         a = views.reshape(a, (int(np.prod(shape_of(a))),))
         axis = 0
     n = shape_of(a)[axis]
-    if cond.size > n:
-        raise IndexError(f"index {cond.size - 1} is out of bounds for axis {axis} with size {n}")
-    return take(a, np.flatnonzero(cond), axis=axis)
+    kept = np.flatnonzero(cond)
+    if kept.size and kept[-1] >= n:  # NumPy allows a longer condition while it is False there
+        raise IndexError(f"index {kept[-1]} is out of bounds for axis {axis} with size {n}")
+    return take(a, kept, axis=axis)
 
 
 def extract(condition, arr):

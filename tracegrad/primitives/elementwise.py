@@ -160,6 +160,7 @@ isfinite_p   = _u("isfinite")
 isnan_p      = _u("isnan")
 isinf_p      = _u("isinf")
 signbit_p    = _u("signbit")
+invert_p     = _u("invert")      # ~x: bitwise not of integers and bools
 # fmt: on
 
 
@@ -243,6 +244,7 @@ UNARY = (
     isnan_p,
     isinf_p,
     signbit_p,
+    invert_p,
 )
 
 # -- binary -----------------------------------------------------------------------------------
@@ -453,6 +455,20 @@ greater_equal_p = binary("greater_equal", np.greater_equal)
 logical_and_p  = binary("logical_and", np.logical_and, commutative=True)
 logical_or_p   = binary("logical_or", np.logical_or, commutative=True)
 logical_xor_p  = binary("logical_xor", np.logical_xor, commutative=True)
+# integers and bools only (x & y, x | y, x ^ y, x << n, x >> n)
+bitwise_and_p  = binary("bitwise_and", np.bitwise_and, commutative=True)
+bitwise_or_p   = binary("bitwise_or", np.bitwise_or, commutative=True)
+bitwise_xor_p  = binary("bitwise_xor", np.bitwise_xor, commutative=True)
+left_shift_p   = binary("left_shift", np.left_shift)
+right_shift_p  = binary("right_shift", np.right_shift)
+gcd_p          = binary("gcd", np.gcd, commutative=True)
+lcm_p          = binary("lcm", np.lcm, commutative=True)
+# a step function: derivative zero where it is defined
+heaviside_p    = binary("heaviside", np.heaviside)
+# ldexp(x, n) = x * 2**n: linear in x, no derivative in the integer n
+ldexp_p        = binary("ldexp", np.ldexp,
+                        lambda x, n, out: astype(bind(ldexp_p, 1.0, n), dtype_of(out)),
+                        lambda x, n, out: None, vjp_reads=_IN)
 # fmt: on
 
 BINARY = (
@@ -483,6 +499,15 @@ BINARY = (
     logical_and_p,
     logical_or_p,
     logical_xor_p,
+    bitwise_and_p,
+    bitwise_or_p,
+    bitwise_xor_p,
+    left_shift_p,
+    right_shift_p,
+    gcd_p,
+    lcm_p,
+    heaviside_p,
+    ldexp_p,
 )
 
 

@@ -69,6 +69,44 @@ def _astype(data, dtype):
     return (x,), {"dtype": np.dtype(target)}
 
 
+def _integers(arity, lo=-8, hi=8, *, unsigned_second=False, bools=True):
+    """Integer operands (the bitwise primitives take no floats), any of NumPy's int widths or
+    bool; a shift count in [0, 5]."""
+    types = [np.int8, np.int32, np.int64] + ([np.bool_] if bools else [])
+
+    def draw(data, dtype):
+        shapes = S.broadcast_shapes(data, arity)
+        itype = data.draw(S.st.sampled_from(types), label="int")
+        args = []
+        for k, shape in enumerate(shapes):
+            lo_k, hi_k = (0, 5) if (unsigned_second and k == 1) else (lo, hi)
+            values = data.draw(
+                S.st.lists(
+                    S.st.integers(lo_k, hi_k),
+                    min_size=int(np.prod(shape)),
+                    max_size=int(np.prod(shape)),
+                ),
+                label="ints",
+            )
+            t = np.int64 if itype is np.bool_ and unsigned_second else itype
+            args.append(np.asarray(values).reshape(shape).astype(t))
+        return tuple(args), {}
+
+    return Sample(draw, fd=False)
+
+
+def _ldexp(data, dtype):
+    sx, sn = S.broadcast_shapes(data, 2)
+    x = S.array(data, sx, dtype, -2, 2)
+    n = np.asarray(
+        data.draw(
+            S.st.lists(S.st.integers(-3, 3), min_size=int(np.prod(sn)), max_size=int(np.prod(sn))),
+            label="n",
+        )
+    ).reshape(sn)
+    return (x, n.astype(np.int32)), {}
+
+
 def _sinc_derivative(data, dtype):
     (x,), _ = _unary(-2.5, 2.5).draw(data, dtype)
     return (x,), {"order": data.draw(S.st.integers(1, 4), label="order")}
@@ -149,5 +187,15 @@ SAMPLES = {
     ew.conjugate_p: _unary(-2, 2),
     ew.sinc_p: _unary(-2.5, 2.5),
     ew.sinc_derivative_p: Sample(_sinc_derivative),
+    ew.invert_p: _integers(1),
+    ew.bitwise_and_p: _integers(2),
+    ew.bitwise_or_p: _integers(2),
+    ew.bitwise_xor_p: _integers(2),
+    ew.left_shift_p: _integers(2, 0, 8, unsigned_second=True),
+    ew.right_shift_p: _integers(2, -8, 8, unsigned_second=True),
+    ew.gcd_p: _integers(2, 1, 20, bools=False),
+    ew.lcm_p: _integers(2, 1, 20, bools=False),
+    ew.heaviside_p: _binary(fd=False),
+    ew.ldexp_p: Sample(_ldexp),
     ew.stop_gradient_p: _unary(-2, 2, fd=False),
 }
