@@ -9,6 +9,8 @@ SAMPLES rows in tests/primitives.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -261,6 +263,22 @@ def test_gradient_in_even_coordinates_has_the_general_derivative(jnp):
     theirs = jax.grad(lambda c: jnp.sum(jnp.gradient(f, c) * f))(EVEN)
     np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
     assert np.count_nonzero(ours) > 2  # the uniform formula alone reads c[1] - c[0] only
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+@pytest.mark.parametrize("coords", [EVEN, np.array([0.0, 0.5, 1.5, 2.0])], ids=["even", "uneven"])
+def test_gradient_in_traced_coordinates_warns_only_where_numpy_does(coords, edge_order):
+    # infinities and NaNs in f: the formula NumPy does not use must not warn of 0 * inf
+    f = np.arange(12.0).reshape(3, 4) - 5.0
+    f[1, 2], f[2, 0], f[0, 1] = np.inf, np.nan, -np.inf
+    c = coords[: f.shape[1]]
+    want = np.gradient(f, c, axis=1, edge_order=edge_order)  # NumPy warns of nothing here
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jitted = tg.jit(lambda y: np.gradient(f, y, axis=1, edge_order=edge_order))(c)
+        value, _ = tg.vjp(lambda y: tnp.gradient(f, y, axis=1, edge_order=edge_order), c)
+    assert_bitwise_equal(jitted, want)
+    assert_bitwise_equal(value, want)
 
 
 # -- errors: NumPy's types and messages -------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tests.numpy.harness import FLOATS, check_name
+from tracegrad.testing import assert_bitwise_equal
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -145,6 +146,17 @@ def test_digitize(dtype):
     check_name("digitize", (x, np.zeros(0, dtype)), static=(1,), differentiable=False)
     nan_last = np.array([0.0, 1.0, np.nan], dtype)
     check_name("digitize", (x, nan_last), static=(1,), differentiable=False)
+
+
+def test_digitize_with_no_bins_under_jit_and_vmap():
+    # NumPy: no bins are increasing ones, every x in bin 0 (nothing to read a direction from)
+    x = np.array([[-1.5, 0.25], [2.5, np.nan]])
+    for right in (False, True):
+        want = np.digitize(x, np.zeros(0), right=right)
+        got = tg.jit(lambda b, r=right: np.digitize(x, b, right=r))(np.zeros(0))
+        assert_bitwise_equal(got, want)
+        batched = tg.vmap(lambda b, r=right: np.digitize(x, b, right=r))(np.zeros((3, 0)))
+        assert_bitwise_equal(batched, np.stack([want] * 3))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

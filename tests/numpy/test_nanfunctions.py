@@ -153,6 +153,54 @@ def test_grads_match_jax(name, kw):
     np.testing.assert_allclose(jitted, want, atol=1e-12)
 
 
+@pytest.mark.parametrize("ddof", [1, 2])
+@pytest.mark.parametrize("name", ["nanvar", "nanstd"])
+def test_a_slice_of_at_most_ddof_numbers_gets_a_zero_derivative(name, ddof):
+    # its value is NaN (no degrees of freedom left), its derivative 0 as JAX's: not 0 / 0
+    x = np.array([[1.0, 2.0, 3.0], [np.nan, np.nan, 4.0], [np.nan, 5.0, 7.0]])
+
+    def f(x, mod):
+        return mod.nansum(getattr(mod, name)(x, axis=1, ddof=ddof) * 1.5)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = tg.grad(lambda x: f(x, np))(x)
+        jitted = tg.jit(tg.grad(lambda x: f(x, np)))(x)
+        assert_bitwise_equal(tg.jit(lambda x: f(x, np))(x), f(x, np))
+    want = jax.grad(lambda x: f(x, jnp))(x)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    np.testing.assert_allclose(jitted, want, atol=1e-12)
+    bad_rows = [1, 2] if ddof == 2 else [1]  # the rows with at most ddof numbers
+    assert np.all(got[bad_rows] == 0.0)
+
+
+_SIGNED_ZEROS = [
+    [-1.0, 1.0, np.nan, -0.0, -0.0],  # the middle two are -0.0: their mean is 0.0
+    [-0.0, np.nan],  # one number: np.mean([-0.0]) is 0.0 too
+    [np.nan, -0.0, 3.0, -0.0],
+    [1.0, -0.0, -1.0, np.nan],
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_nanmedian_under_jit_is_numpys_mean_of_the_middle(dtype):
+    # np.median's mean sums from +0.0 (and float16 in float32): not (lo + hi) / 2
+    cases = [np.array(x, dtype) for x in _SIGNED_ZEROS]
+    cases.append(np.array([65504.0, 65504.0, np.nan], dtype))  # float16's largest, twice
+    for x in cases:
+        want = np.nanmedian(x)
+        assert_bitwise_equal(tg.jit(np.nanmedian)(x), want, f"{x}")
+        pair = np.stack([x, x[::-1]])
+        loop = np.stack([np.nanmedian(pair[0]), np.nanmedian(pair[1])])
+        assert_bitwise_equal(tg.vmap(np.nanmedian)(pair), loop, f"{x} vmap")
+    long = np.full((3, 601), -0.0, dtype)  # slices of 600 or more: NumPy's 1-D path each
+    long[0, 3] = np.nan
+    long[1, :300] = np.nan
+    long[2, 1::2] = np.nan
+    f = tg.jit(lambda x: np.nanmedian(x, axis=1))
+    assert_bitwise_equal(f(long), np.nanmedian(long, axis=1))
+
+
 # -- all-NaN slices: values, warnings, errors -------------------------------------------------
 
 

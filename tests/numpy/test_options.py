@@ -310,6 +310,32 @@ def test_masked_reduction_derivatives_match_jax():
         assert not np.any(ours[~np.broadcast_to(m, x.shape)])  # masked out: exactly zero
 
 
+@pytest.mark.parametrize("axis", [None, 1])
+@pytest.mark.parametrize("name, start", [("max", 5.0), ("max", 3.0), ("min", -4.0), ("min", 0.5)])
+def test_masked_extrema_at_ties_and_nans_as_jax(name, start, axis):
+    # JAX's max(x, where=m, initial=i) is max(i, the selected elements' max): a tie of the two
+    # splits in halves, ties among the elements share theirs; a NaN among the selected gives
+    # the selected NaN, the masked-out elements and the start 0
+    x = np.array([[5.0, 1.0, 5.0, 2.0], [3.0, -4.0, -4.0, 9.0], [1.0, 2.0, 3.0, 4.0]])
+    x[2, 1] = np.nan
+    m = np.array([True, True, True, False])
+
+    def loss(xp, a, i):
+        return xp.sum(getattr(xp, name)(a, axis=axis, where=m, initial=i) * w)
+
+    rows = [slice(0, 2), slice(None)]  # without the NaN row, and with it
+    for r in rows:
+        w = np.array([1.0, -2.0, 0.5])[r] if axis == 1 else 1.0
+        ours = tg.grad(lambda a, i: loss(np, a, i), argnums=(0, 1))(x[r], start)
+        jitted = tg.jit(tg.grad(lambda a, i: loss(np, a, i), argnums=(0, 1)))(x[r], start)
+        theirs = jax.grad(lambda a, i: loss(jnp, a, i), argnums=(0, 1))(x[r], start)
+        _allclose_tree(ours, theirs, rtol=0, atol=0)
+        _allclose_tree(jitted, theirs, rtol=0, atol=0)
+        tangent = tg.jvp(lambda a, i: loss(np, a, i), (x[r], start), (np.ones_like(x[r]), 1.0))[1]
+        want = jax.jvp(lambda a, i: loss(jnp, a, i), (x[r], start), (np.ones_like(x[r]), 1.0))[1]
+        np.testing.assert_allclose(tangent, want, rtol=1e-15)
+
+
 def test_masked_out_infinities_do_not_poison_the_gradient():
     x = _normal(np.float64, 3, 4)
     m = _mask(3, 4)
@@ -434,6 +460,93 @@ def test_einsum_derivatives_match_jax():
         theirs = jax.grad(lambda *t: loss(jnp, *t, opt=True), argnums=(0, 1, 2))(a, b, c)
         _allclose_tree(ours, theirs)
         check_grads(lambda *t: loss(np, *t), (a, b, c), order=2)
+
+
+def _loop(f, args, in_axes):
+    """f over the batch, example by example (each a C-ordered copy, as np.take makes it)."""
+    size = next(np.shape(a)[d] for a, d in zip(args, in_axes) if d is not None)
+    outs = [
+        f(*(a if d is None else np.take(a, k, axis=d) for a, d in zip(args, in_axes)))
+        for k in range(size)
+    ]
+    return np.stack(outs)
+
+
+@pytest.mark.parametrize("optimize", [False, True, "optimal"], ids=repr)
+def test_einsum_under_vmap_is_a_loop(optimize):
+    # one einsum over the batch (fast, as JAX's): NumPy's contraction of the batched operands
+    # may sum in another order than each example's own call, so the last bits may differ
+    rng = np.random.default_rng(1)
+    a, b, c = rng.normal(size=(3, 5))
+    x, y, z = rng.normal(size=(4, 3, 6)), rng.normal(size=(4, 6, 7)), rng.normal(size=7)
+    cases = [
+        ("i,i,i->", (np.stack([a, 2 * a, -a / 3]), b, c), (0, None, None)),
+        ("...ij,...jk,k->...i", (x, y, z), (0, 0, None)),
+        ("...ij,...jk,k->...i", (np.moveaxis(x, 0, 2), y[0], z), (2, None, None)),
+        ("ij,jk,kl->il", (x[:, 0], y[0], rng.normal(size=(7, 4, 3))), (None, None, 1)),
+        # the batch axis last, among the '...' axes: c_einsum sums in another order
+        (
+            "...ij,...jk,k->...i",
+            (rng.normal(size=(2, 3, 4, 2)), y[0, :4, :5], z[:5]),
+            (-1, None, None),
+        ),
+    ]
+    for spec, args, in_axes in cases:
+
+        def f(*ops, spec=spec):
+            return np.einsum(spec, *ops, optimize=optimize)
+
+        want = _loop(f, args, in_axes)
+        batched = tg.vmap(f, in_axes=in_axes)
+        close = functools.partial(np.testing.assert_allclose, rtol=1e-13, atol=1e-14)
+        close(batched(*args), want, err_msg=f"{spec} vmap")
+        assert_bitwise_equal(tg.jit(batched)(*args), batched(*args), f"{spec} jit(vmap)")
+        assert_bitwise_equal(tg.jit(batched, backend="interpret")(*args), batched(*args), spec)
+        twice = tg.vmap(batched, in_axes=tuple(None if d is None else 0 for d in in_axes))
+        stacked = [a if d is None else np.stack([a, a]) for a, d in zip(args, in_axes)]
+        close(twice(*stacked), np.stack([want, want]), err_msg=f"{spec} vmap(vmap)")
+    # derivatives: vmap of grad is a loop of grads
+    y0 = y[0]
+
+    def loss(x, y):
+        return np.sum(np.einsum("ij,jk,k->i", x, y, z, optimize=optimize) ** 2)
+
+    grads = tg.vmap(tg.grad(loss, argnums=(0, 1)))(x, y)
+    loop = [tg.grad(loss, argnums=(0, 1))(x[k], y[k]) for k in range(4)]
+    for i in range(2):
+        np.testing.assert_allclose(grads[i], np.stack([g[i] for g in loop]), rtol=1e-12)
+    total = tg.grad(lambda y: np.sum(tg.vmap(loss, in_axes=(0, None))(x, y)))(y0)
+    np.testing.assert_allclose(total, sum(tg.grad(loss, argnums=1)(x[k], y0) for k in range(4)))
+
+
+def test_einsum_of_an_empty_batch():
+    x, y = np.ones((0, 2, 3)), np.ones((3, 4))
+    f = tg.vmap(lambda x: np.einsum("ij,jk->ik", x, y, optimize=True))
+    for got in (f(x), tg.jit(f)(x), tg.jit(f, backend="interpret")(x)):
+        assert got.shape == (0, 2, 4) and got.dtype == np.float64
+
+
+def test_einsum_to_complex_gives_a_real_operand_the_real_part_as_jax():
+    # dtype=complex128 on real operands: the real operands' cotangents are the real parts of
+    # the complex ones (JAX's), with no ComplexWarning from a cast
+    a, b = _normal(np.float64, 3, 4), _normal(np.float64, 4, 2, seed=1)
+    w = np.array([[1.0 + 2.0j, -0.5j], [3.0, 1.0 - 1.0j], [0.25j, 2.0]])
+
+    def loss(x, y, optimize=False):
+        e = np.einsum("ij,jk->ik", x, y, dtype=np.complex128, optimize=optimize)
+        return np.sum(np.real(e * w))
+
+    def jax_loss(x, y):  # jnp.einsum has no dtype=: the operands cast first
+        e = jnp.einsum("ij,jk->ik", x.astype(np.complex128), y.astype(np.complex128))
+        return jnp.sum(jnp.real(e * w))
+
+    theirs = jax.grad(jax_loss, argnums=(0, 1))(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for optimize in (False, True):
+            ours = tg.grad(lambda x, y, o=optimize: loss(x, y, o), argnums=(0, 1))(a, b)
+            _allclose_tree(ours, theirs)
+            assert all(g.dtype == np.float64 for g in ours)
 
 
 def test_einsum_paths_are_resolved_and_written_into_the_code():

@@ -11,6 +11,8 @@ every error's message.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -136,6 +138,48 @@ def test_derivatives_match_jax(name, kind):
     theirs2 = jax.jvp(lambda b: jax.grad(jloss, argnums=(0, 1))(x, b), (y,), (dy,))[1]
     for got, want in zip(ours2, theirs2):
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-10)
+
+
+_MIXED = {  # a real first operand, a complex second one, through the product primitives
+    "matmul": ((3, 4), (4, 2), {}),
+    "dot": ((3, 4), (4, 2), {}),
+    "tensordot": ((3, 4), (4, 2), {"axes": 1}),
+    "inner": ((3, 4), (4,), {}),
+    "einsum": ((3, 4), (4, 2), {"subscripts": "ij,jk->ik"}),
+    "vecdot": ((3, 4), (4,), {}),
+    "matvec": ((3, 4), (4,), {}),
+    "vecmat": ((4,), (4, 2), {}),
+}
+
+
+@pytest.mark.parametrize("name", list(_MIXED))
+def test_a_real_operand_of_a_complex_product_gets_the_real_part(name):
+    # its cotangent is the real part of the complex one (JAX's), and no cast warns of it
+    xs, ys, kw = _MIXED[name]
+    x, y = _normal(np.float64, *xs), _complex(np.complex128, *ys, seed=2)
+
+    def product(mod, a, b):
+        if name == "einsum":
+            return mod.einsum(kw["subscripts"], a, b)
+        return getattr(mod, name)(a, b, **kw)
+
+    w = _complex(np.complex128, *np.shape(product(np, x, y)), seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = tg.grad(lambda a, b: np.sum(np.real(product(np, a, b) * w)), argnums=(0, 1))(x, y)
+    theirs = jax.grad(lambda a, b: jnp.sum(jnp.real(product(jnp, a, b) * w)), argnums=(0, 1))(x, y)
+    assert ours[0].dtype == np.float64
+    for got, want in zip(ours, theirs):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12, atol=1e-12)
+
+
+def test_a_traced_python_scalar_operand_is_a_strong_array():
+    # NumPy's products convert a Python float with asarray: float64, even against float32
+    x = _normal(np.float32, 3)
+    for name in ("kron", "inner", "outer", "dot"):
+        fn = getattr(np, name)
+        want = fn(x, 2.0)
+        assert_bitwise_equal(tg.jit(lambda a, s, fn=fn: fn(a, s))(x, 2.0), want, name)
 
 
 @pytest.mark.parametrize("name", ["vecdot", "matvec", "vecmat"])

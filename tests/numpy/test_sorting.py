@@ -341,6 +341,35 @@ def test_quantile_grad_under_jit_with_a_traced_q():
     assert_bitwise_equal(tg.jit(lambda x, q: np.quantile(x, q, axis=0))(x, q), np.quantile(x, q, 0))
 
 
+_METHODS = list(np.lib._function_base_impl._QuantileMethods)
+
+
+@pytest.mark.parametrize("name", ["quantile", "percentile", "nanquantile", "nanpercentile"])
+@pytest.mark.parametrize("method", _METHODS)
+def test_a_traced_python_float_q_keeps_numpys_weak_promotion(name, method):
+    # a Python float q is weak in NumPy (float32 data give float32 quantiles); under jit and
+    # grad it arrives as a weak traced scalar, and the quantiles are still NumPy's bits
+    x = _distinct((6, 5), np.float32)
+    x[1, 2] = np.nan if name.startswith("nan") else x[1, 2]
+    q = 37.0 if name.endswith("percentile") else 0.37
+    fn = getattr(np, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # nanquantile's all-NaN slices: none
+        for axis in (None, 0, 1):
+            want = fn(x, q, axis=axis, method=method)
+            got = tg.jit(lambda x, q, a=axis: fn(x, q, axis=a, method=method))(x, q)
+            assert_bitwise_equal(got, want, f"{name} jit axis={axis}")
+            value, _ = tg.vjp(lambda q, a=axis: getattr(tnp, name)(x, q, axis=a, method=method), q)
+            assert_bitwise_equal(value, want, f"{name} vjp in q axis={axis}")
+
+
+def test_a_traced_python_float_q_differentiates_as_jax():
+    x = _distinct((7,), np.float32)
+    got = tg.grad(lambda q: np.quantile(x, q))(0.37)
+    want = jax.grad(lambda q: jnp.quantile(x, q))(0.37)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_unique_values_keep_their_derivative():
     x = np.array([3.0, 1.0, 3.0, 2.0, 1.0])
     g = tg.grad(lambda x: np.sum(np.unique(x) ** 2))(x)

@@ -399,6 +399,32 @@ def test_grad_of_max_splits_ties_evenly():
     )
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nanmax_and_nanmin_share_max_and_mins_tie_weights(dtype):
+    # the NaN-ignoring extrema are reductions too: ties shared as max's, NaNs get nothing,
+    # an all-NaN slice nothing at all (JAX's nanmax)
+    assert {red.nanmax_p, red.nanmin_p} <= set(red.PRIMITIVES)
+    x = np.array([[1.0, 3.0, 3.0], [np.nan, 2.0, np.nan], [np.nan, np.nan, np.nan]], dtype)
+    want = np.array([[0, 0.5, 0.5], [0, 1, 0], [0, 0, 0]], dtype)
+    assert_values(_vjp(red.nanmax_p, x, [1.0, 1.0, 1.0], axis=(1,), keepdims=False), want)
+    assert_values(_vjp(red.nanmin_p, -x, [1.0, 1.0, 1.0], axis=(1,), keepdims=False), want)
+    finite = x[:1]
+    assert_values(
+        red.tie_weights(finite, red.max(finite, (1,)), (1,), False),
+        red.tie_weights(finite, red.nanmax(finite, (1,)), (1,), False, ignore_nan=True),
+    )
+
+
+def test_a_nan_maximum_gives_nan_weights_without_a_warning():
+    # JAX's 0 / 0 for a slice whose maximum is NaN (it equals no element), warning of nothing
+    x = np.array([[1.0, np.nan, 2.0], [1.0, 3.0, 3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = tg.grad(lambda t: np.sum(np.max(t, axis=1)))(x)
+    assert np.all(np.isnan(got[0]))
+    assert_values(got[1], np.array([0.0, 0.5, 0.5]))
+
+
 def test_grad_of_prod_with_zeros():
     assert_values(tg.grad(np.prod)(np.array([2.0, 0.0, 3.0])), np.array([0.0, 6.0, 0.0]))
     assert_values(tg.grad(np.prod)(np.array([0.0, 2.0, 0.0])), np.zeros(3))

@@ -13,8 +13,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from tracegrad.core import Boxed, bind
-from tracegrad.errors import ConcretizationError
-from tracegrad.numpy._common import concrete_value, ndim_of, shape_of
+from tracegrad.ir.types import dtype_of
+from tracegrad.numpy._common import as_array, cast, known_value, ndim_of, shape_of
 from tracegrad.numpy._reductions import all as all_
 from tracegrad.numpy._reductions import cumprod, cumsum, sum
 from tracegrad.numpy._shape import atleast_1d, broadcast_to, concatenate, ravel, reshape
@@ -39,19 +39,6 @@ _F8 = np.dtype(np.float64)
 _C16 = np.dtype(np.complex128)
 
 
-def _asanyarray(a):
-    """NumPy's asanyarray: tracers as they are, anything else (Python scalars too) an array."""
-    return a if isinstance(a, Boxed) else np.asarray(a)
-
-
-def _dtype(a) -> np.dtype:
-    return np.dtype(a.dtype)
-
-
-def _astype(a, dtype):
-    return a if _dtype(a) == np.dtype(dtype) else ew.astype(a, dtype)
-
-
 def _along(nd: int, axis: int, item) -> tuple:
     """An index that is `item` on `axis` and `:` elsewhere (NumPy's slice1, slice2, ...)."""
     index = [slice(None)] * nd
@@ -59,12 +46,10 @@ def _along(nd: int, axis: int, item) -> tuple:
     return tuple(index)
 
 
-def _known(flag) -> bool | None:
+def _known_flag(flag) -> bool | None:
     """The value of a traced bool when tracing is concrete, None when it is abstract."""
-    try:
-        return bool(concrete_value(flag, "", ""))
-    except ConcretizationError:
-        return None
+    value = known_value(flag)
+    return None if value is None else bool(value)
 
 
 # -- diff, ediff1d ----------------------------------------------------------------------------
@@ -72,7 +57,7 @@ def _known(flag) -> bool | None:
 
 def _slab(value, a, axis: int):
     """`prepend`/`append` as diff joins them: a scalar broadcast to one slice of `a`."""
-    value = _asanyarray(value)
+    value = as_array(value)
     if ndim_of(value) == 0:
         shape = list(shape_of(a))
         shape[axis] = 1
@@ -87,7 +72,7 @@ def diff(a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
         return a
     if n < 0:
         raise ValueError("order must be non-negative but got " + repr(n))
-    a = _asanyarray(a)
+    a = as_array(a)
     nd = ndim_of(a)
     if nd == 0:
         raise ValueError("diff requires input that is at least one dimensional")
@@ -100,28 +85,28 @@ def diff(a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
     if len(combined) > 1:
         a = concatenate(combined, axis)
     later, earlier = _along(nd, axis, slice(1, None)), _along(nd, axis, slice(None, -1))
-    op = ew.not_equal_p if _dtype(a) == np.bool_ else ew.subtract_p
+    op = ew.not_equal_p if dtype_of(a) == np.bool_ else ew.subtract_p
     for _ in range(n):
         a = bind(op, a[later], a[earlier])
     return a
 
 
 def _ediff_end(value, dtype, which: str):
-    value = _asanyarray(value)
-    if not np.can_cast(_dtype(value), dtype, casting="same_kind"):
+    value = as_array(value)
+    if not np.can_cast(dtype_of(value), dtype, casting="same_kind"):
         raise TypeError(
             f"dtype of `{which}` must be compatible with input `ary` under the `same_kind` rule."
         )
-    return _astype(ravel(value), dtype)
+    return cast(ravel(value), dtype)
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
     """`np.ediff1d`: differences of the flattened array in its dtype, with `to_begin` and
     `to_end` (cast to that dtype) around them."""
-    ary = ravel(_asanyarray(ary))
+    ary = ravel(as_array(ary))
     if to_begin is None and to_end is None:
         return ary[1:] - ary[:-1]
-    dtype = _dtype(ary)
+    dtype = dtype_of(ary)
     parts = [ary[1:] - ary[:-1]]
     if to_begin is not None:
         parts.insert(0, _ediff_end(to_begin, dtype, "to_begin"))
@@ -153,7 +138,7 @@ def _spacings(f, axes, varargs) -> list:
         raise TypeError("invalid number of arguments")
     dx = list(varargs)
     for i, distances in enumerate(dx):
-        distances = _asanyarray(distances)
+        distances = as_array(distances)
         if ndim_of(distances) == 0:
             continue
         if ndim_of(distances) != 1:
@@ -162,8 +147,8 @@ def _spacings(f, axes, varargs) -> list:
             raise ValueError(
                 "when 1d, distances must match the length of the corresponding dimension"
             )
-        if np.issubdtype(_dtype(distances), np.integer):
-            distances = _astype(distances, _F8)
+        if np.issubdtype(dtype_of(distances), np.integer):
+            distances = cast(distances, _F8)
         diffx = diff(distances)
         if isinstance(diffx, Boxed):
             dx[i] = _Coordinates(diffx)
@@ -232,47 +217,56 @@ def _gradient_formula(f, axis: int, ax_dx, uniform: bool, edge_order: int, otype
     inside = _interior(f, s, ax_dx, uniform, axis)
     edges = _edges_1 if edge_order == 1 else _edges_2
     first, last = edges(f, s, ax_dx, uniform)
-    return concatenate([_astype(p, otype) for p in (first, inside, last)], axis)
+    return concatenate([cast(p, otype) for p in (first, inside, last)], axis)
 
 
 def _gradient_traced(f, axis: int, coords: _Coordinates, edge_order: int, otype):
     """Traced coordinates: NumPy's value (the uniform formula when they are evenly spaced,
     which under jit is a traced choice), with the derivative of the general formula. At even
     spacing the value is still a function of every coordinate, and only the general formula
-    says how it moves with each one (the uniform one reads only the first difference)."""
+    says how it moves with each one (the uniform one reads only the first difference).
+
+    The formula NumPy does not use runs on `f` with its infinities and NaNs set to 0: its
+    value is not returned, and so it gives none of the invalid-value warnings (0 * inf,
+    inf - inf) NumPy does not give. Under jit both formulas run, each on the `f` it gets by
+    the traced choice."""
     diffx = coords.diffx
-    general = _gradient_formula(f, axis, diffx, False, edge_order, otype)
     flag = all_(bind(ew.equal_p, diffx, diffx[0]))
-    known = _known(flag)
+    known = _known_flag(flag)
     if known is False:
-        return general
-    uniform = _gradient_formula(f, axis, diffx[0], True, edge_order, otype)
-    fixed = ew.stop_gradient(general)
+        return _gradient_formula(f, axis, diffx, False, edge_order, otype)
+    finite_f = ew.where(bind(ew.isfinite_p, f), f, 0)
+    for_general, for_uniform = finite_f, f
+    if known is None:
+        for_general, for_uniform = ew.where(flag, finite_f, f), ew.where(flag, f, finite_f)
+    general = _gradient_formula(for_general, axis, diffx, False, edge_order, otype)
+    uniform = _gradient_formula(for_uniform, axis, diffx[0], True, edge_order, otype)
     # uniform - (general - general): the uniform bits (x - +0.0 == x, -0.0 included) and
     # the general derivative; where the general value is not finite, the uniform one as is
-    blended = ew.where(
-        bind(ew.isfinite_p, fixed), ew.stop_gradient(uniform) - (fixed - general), uniform
-    )
+    fixed = ew.stop_gradient(general)
+    finite = bind(ew.isfinite_p, fixed)
+    delta = ew.where(finite, fixed, 0) - ew.where(finite, general, 0)
+    blended = ew.where(finite, ew.stop_gradient(uniform) - delta, uniform)
     return blended if known else ew.where(flag, blended, general)
 
 
 def gradient(f, *varargs, axis=None, edge_order=1):
     """`np.gradient`, NumPy's formulas for edge_order 1 and 2, uniform and non-uniform
     spacing (scalars or coordinate arrays per axis), differentiable in `f` and the spacing."""
-    f = _asanyarray(f)
+    f = as_array(f)
     nd = ndim_of(f)
     axes = tuple(range(nd)) if axis is None else normalize_axis_tuple(axis, nd)
     dx = _spacings(f, axes, varargs)
     if edge_order > 2:
         raise ValueError("'edge_order' greater than 2 not supported")
-    otype = _dtype(f)
+    otype = dtype_of(f)
     if otype.kind in "mM":
         raise NotImplementedError(
             "tracegrad.numpy.gradient: datetime64 and timedelta64 arrays are not supported"
         )
     if otype.kind not in "fc":  # NumPy: integers are converted to float64 first
         if otype.kind in "iu":
-            f = _astype(f, _F8)
+            f = cast(f, _F8)
         otype = _F8
     outvals = []
     for ax, ax_dx in zip(axes, dx):
@@ -294,12 +288,12 @@ def gradient(f, *varargs, axis=None, edge_order=1):
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """`np.trapezoid`: sum(d * (y[1:] + y[:-1]) / 2.0) along `axis`, d the spacing."""
-    y = _asanyarray(y)
+    y = as_array(y)
     nd = ndim_of(y)
     if x is None:
         d = dx
     else:
-        x = _asanyarray(x)
+        x = as_array(x)
         if ndim_of(x) == 1:
             d = diff(x)
             shape = [1] * nd
@@ -329,7 +323,7 @@ def _cumulative(fname: str, accumulate, identity: int):
         if include_initial:
             initial_shape = list(shape_of(x))
             initial_shape[axis] = 1
-            initial = np.full(initial_shape, identity, _dtype(res))
+            initial = np.full(initial_shape, identity, dtype_of(res))
             res = concatenate([initial, res], axis=axis)
         return res
 
@@ -348,8 +342,9 @@ cumulative_prod = _cumulative("cumulative_prod", cumprod, 1)
 
 
 def _one_axis_points(a):
-    """NumPy's conversion of xp and fp to one-dimensional arrays, with its messages."""
-    a = _asanyarray(a)
+    """A one-dimensional operand (interp's xp and fp, correlate's a and v), with the messages
+    of NumPy's conversion."""
+    a = as_array(a)
     if ndim_of(a) == 0:
         raise ValueError("object of too small depth for desired array")
     if ndim_of(a) > 1:
@@ -364,7 +359,7 @@ def _bound(value, fp):
     value = value if isinstance(value, Boxed) else np.asarray(value)
     if ndim_of(value) != 0:
         raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
-    if _dtype(value).kind == "c" and _dtype(fp).kind != "c":
+    if dtype_of(value).kind == "c" and dtype_of(fp).kind != "c":
         raise TypeError("must be real number, not complex")
     return value
 
@@ -380,9 +375,9 @@ def _periodic(x, xp, fp, period, input_dtype):
     if period == 0:
         raise ValueError("period must be a non-zero value")
     period = abs(period)
-    x = _astype(_asanyarray(x), _F8)
-    xp = _astype(_asanyarray(xp), _F8)
-    fp = _astype(fp, input_dtype)
+    x = cast(as_array(x), _F8)
+    xp = cast(as_array(xp), _F8)
+    fp = cast(fp, input_dtype)
     if ndim_of(xp) != 1 or ndim_of(fp) != 1:
         raise ValueError("Data points must be 1-D sequences")
     if shape_of(xp)[0] != shape_of(fp)[0]:
@@ -402,8 +397,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     left and right. At a knot the derivative is the one from the right (the interval
     xp[j] <= x < xp[j + 1] that NumPy's search picks); at x == xp[-1] the value is fp[-1], whose
     derivative in x is 0. xp must be increasing, as NumPy requires (it does not check)."""
-    fp = _asanyarray(fp)
-    input_dtype = _C16 if _dtype(fp).kind == "c" else _F8
+    fp = as_array(fp)
+    input_dtype = _C16 if dtype_of(fp).kind == "c" else _F8
     if period is not None:
         x, xp, fp = _periodic(x, xp, fp, period, input_dtype)
         left = right = None
@@ -437,26 +432,16 @@ def _mode_code(mode) -> int:
     raise TypeError("convolve/correlate mode not understood")
 
 
-def _sequence(a):
-    """A one-dimensional operand, as NumPy's correlate requires it."""
-    a = _asanyarray(a)
-    if ndim_of(a) == 0:
-        raise ValueError("object of too small depth for desired array")
-    if ndim_of(a) > 1:
-        raise ValueError("object too deep for desired array")
-    return a
-
-
 def _common(a, v):
-    dtype = np.result_type(_dtype(a), _dtype(v))
-    return _astype(a, dtype), _astype(v, dtype)
+    dtype = np.result_type(dtype_of(a), dtype_of(v))
+    return cast(a, dtype), cast(v, dtype)
 
 
 def correlate(a, v, mode="valid"):
     """`np.correlate`: sum_n a[n + k] conj(v[n]), differentiable in both operands (complex
     ones by JAX's convention)."""
     code = _mode_code(mode)
-    a, v = _common(_sequence(a), _sequence(v))
+    a, v = _common(_one_axis_points(a), _one_axis_points(v))
     return calc.correlate(a, v, code)
 
 
@@ -464,16 +449,16 @@ def convolve(a, v, mode="full"):
     """`np.convolve`: NumPy computes correlate(a, v[::-1]) with the longer operand first, and so
     does this (one primitive, the same bits)."""
     code = _mode_code(mode)
-    a, v = atleast_1d(_asanyarray(a)), atleast_1d(_asanyarray(v))
+    a, v = atleast_1d(as_array(a)), atleast_1d(as_array(v))
     if shape_of(a)[0] == 0:
         raise ValueError("a cannot be empty")
     if shape_of(v)[0] == 0:
         raise ValueError("v cannot be empty")
     if shape_of(v)[0] > shape_of(a)[0]:
         a, v = v, a
-    a, v = _common(_sequence(a), _sequence(v))
+    a, v = _common(_one_axis_points(a), _one_axis_points(v))
     flipped = v[::-1]
     # correlate conjugates its second operand; convolve's does not: conjugate it first
-    if _dtype(flipped).kind == "c":
+    if dtype_of(flipped).kind == "c":
         flipped = ew.conjugate(flipped)
     return calc.correlate(a, flipped, code)

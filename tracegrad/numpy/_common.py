@@ -38,11 +38,13 @@ def promotion_key(x):
 
 
 def cast(x, dtype):
-    """`x` (traced, an array, or a Python scalar) as `dtype`; itself when it already is."""
+    """`x` (traced, an array, a NumPy scalar or a Python scalar) as `dtype`; itself when it
+    already is (a NumPy scalar stays a scalar, as NumPy's full reductions return one)."""
     dtype = np.dtype(dtype)
     if isinstance(x, Boxed):
         return x if x.dtype == dtype else astype(x, dtype)
-    x = np.asarray(x)
+    if not isinstance(x, np.ndarray | np.generic):
+        x = np.asarray(x)
     return x if x.dtype == dtype else x.astype(dtype)
 
 

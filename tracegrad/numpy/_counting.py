@@ -156,6 +156,8 @@ def digitize(x, bins, right=False):
         if mono == -1:
             return bind(ew.subtract_p, n, searchsorted(flip(bins), x, side))
         return searchsorted(bins, x, side)
+    if n == 0:  # NumPy: no bins are increasing ones, and every x falls in bin 0
+        return searchsorted(bins, x, side)
     increasing = bind(ew.greater_equal_p, getitem(bins, -1), getitem(bins, 0))
     up = searchsorted(bins, x, side)
     down = bind(ew.subtract_p, n, searchsorted(flip(bins), x, side))

@@ -16,9 +16,9 @@ import string
 
 import numpy as np
 
-from tracegrad.core import Boxed, bind
+from tracegrad.core import bind
 from tracegrad.ir.types import dtype_of
-from tracegrad.numpy._common import asarray_or_tracer, shape_of
+from tracegrad.numpy._common import as_array, asarray_or_tracer, shape_of
 from tracegrad.numpy._shape import expand_dims, moveaxis, stack
 from tracegrad.primitives import einsum as es
 from tracegrad.primitives import elementwise, products, views
@@ -37,12 +37,6 @@ __all__ = [
     "kron",
     "cross",
 ]
-
-
-def _strong(x):
-    # NumPy's products convert their inputs with asarray: a Python scalar is a strong 0-d array.
-    x = asarray_or_tracer(x)
-    return x if isinstance(x, Boxed | np.ndarray) else np.asarray(x)
 
 
 def _no_extras(fname: str, **kwargs):
@@ -228,8 +222,8 @@ def _gufunc_call(fname, product, x1, x2, axes, axis, keepdims):
             "dimensions and its output has one"
         )
     entries = _axes_entries(fname, axes, axis, keepdims, cores)
-    x1 = _core_last(_strong(x1), entries[0], cores[0])
-    x2 = _core_last(_strong(x2), entries[1], cores[1])
+    x1 = _core_last(as_array(x1), entries[0], cores[0])
+    x2 = _core_last(as_array(x2), entries[1], cores[1])
     out = product(x1, x2)
     out_core = cores[2] + (1 if keepdims else 0)
     if keepdims:
@@ -302,7 +296,7 @@ def vecmat(
 
 def inner(a, b, /):
     """`np.inner`: NumPy swaps b's last two axes and calls dot; so does this."""
-    a, b = _strong(a), _strong(b)
+    a, b = as_array(a), as_array(b)
     sa, sb = shape_of(a), shape_of(b)
     if sa and sb and sa[-1] != sb[-1]:
         raise ValueError(
@@ -323,7 +317,7 @@ def inner(a, b, /):
 def outer(a, b, out=None):
     """`np.outer`: `a.ravel()[:, None] * b.ravel()[None, :]`."""
     _no_extras("outer", out=out)
-    a, b = _strong(a), _strong(b)
+    a, b = as_array(a), as_array(b)
     a = views.reshape(a, (math.prod(shape_of(a)), 1))
     b = views.reshape(b, (1, math.prod(shape_of(b))))
     return _multiply(a, b)
@@ -331,7 +325,7 @@ def outer(a, b, out=None):
 
 def vdot(a, b, /):
     """`np.vdot` of real arrays: dot of the flattened operands (NumPy does the same)."""
-    a, b = _strong(a), _strong(b)
+    a, b = as_array(a), as_array(b)
     na, nb = math.prod(shape_of(a)), math.prod(shape_of(b))
     if na != nb:
         raise ValueError(
@@ -354,8 +348,8 @@ def _flat(x):
 
 def kron(a, b):
     """`np.kron`, built as NumPy builds it: expand both, multiply, reshape."""
-    b = _strong(b)
-    a = _strong(a)
+    b = as_array(b)
+    a = as_array(a)
     na, nb = len(shape_of(a)), len(shape_of(b))
     if na < nb:  # np.array(a, ndmin=b.ndim)
         a = views.reshape(a, (1,) * (nb - na) + shape_of(a))
@@ -376,7 +370,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     differences, stacked and moved to `axisc`)."""
     if axis is not None:
         axisa = axisb = axisc = axis
-    a, b = _strong(a), _strong(b)
+    a, b = as_array(a), as_array(b)
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
         raise ValueError(

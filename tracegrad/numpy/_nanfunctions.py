@@ -12,12 +12,15 @@ import warnings
 import numpy as np
 
 from tracegrad.core import Boxed
+from tracegrad.ir.types import dtype_of, is_float
 from tracegrad.numpy import _elementwise as _ew
 from tracegrad.numpy import _indexing as _ix
 from tracegrad.numpy import _quantiles as _so
 from tracegrad.numpy import _reductions as _red
 from tracegrad.numpy import _shape as _sh
-from tracegrad.numpy._common import axes, ndim_of, shape_of
+from tracegrad.numpy._common import as_array, axes, known_value, ndim_of, shape_of
+from tracegrad.numpy._sorting import _reject
+from tracegrad.primitives import reduction
 from tracegrad.primitives import sorting as sp
 
 __all__ = [
@@ -38,9 +41,6 @@ __all__ = [
 ]
 
 _NoValue = np._NoValue
-_asarray = _so._asarray
-_known = _so._known
-_reject = _so._reject
 
 
 def _keep(keepdims) -> bool:
@@ -51,14 +51,10 @@ def _where_arg(fname: str, where) -> None:
     _reject(fname, where=where is not _NoValue and where is not True)
 
 
-def _inexact(a) -> bool:
-    return np.dtype(a.dtype).kind in "fc"
-
-
 def _replace_nan(a, val):
     """(a with NaNs replaced by `val`, the NaN mask or None): NumPy's `_replace_nan`."""
-    a = _asarray(a)
-    if not _inexact(a):
+    a = as_array(a)
+    if not is_float(dtype_of(a)):
         return a, None
     mask = _ew.isnan(a)
     return _ew.where(mask, val, a), mask
@@ -66,7 +62,7 @@ def _replace_nan(a, val):
 
 def _warn_if(condition, message: str) -> None:
     """NumPy's warning, when the condition's value is known (not under jit)."""
-    value = _known(condition)
+    value = known_value(condition)
     if value is not None and np.any(value):
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
@@ -191,8 +187,10 @@ def nanvar(
     if ndim_of(var) < ndim_of(cnt):
         cnt = _sh.squeeze(cnt, axis)
     dof = _ew.subtract(cnt, ddof)
-    var = _divide_by_count(var, dof)
     isbad = _ew.less_equal(dof, 0)
+    # a bad slice is NaN whatever its quotient; dividing it by 1 instead of dof <= 0 keeps
+    # its derivative 0 (as JAX's) rather than 0 / 0, also through nanstd's square root
+    var = _divide_by_count(var, _ew.where(isbad, 1, dof))
     _warn_if(isbad, "Degrees of freedom <= 0 for slice.")
     return _ew.where(isbad, np.nan, var)
 
@@ -224,7 +222,7 @@ def _chooser(fname: str, reduce, fill: float):
         keepdims = _keep(keepdims)
         if isinstance(a, Boxed | np.ndarray):  # NumPy's path for arrays: fmax/fmin.reduce
             res = reduce(a, axes(axis, ndim_of(a), fname), keepdims)
-            if _inexact(a):
+            if is_float(dtype_of(a)):
                 _warn_if(_ew.isnan(res), "All-NaN slice encountered")
             return res
         # NumPy's path for lists and scalars: NaNs replaced by -inf/+inf, then max/min
@@ -245,8 +243,8 @@ def _chooser(fname: str, reduce, fill: float):
     return f
 
 
-nanmax = _chooser("nanmax", sp.nanmax, -np.inf)
-nanmin = _chooser("nanmin", sp.nanmin, np.inf)
+nanmax = _chooser("nanmax", reduction.nanmax, -np.inf)
+nanmin = _chooser("nanmin", reduction.nanmin, np.inf)
 
 
 def _arg(fname: str, fill: float):
@@ -259,7 +257,7 @@ def _arg(fname: str, fill: float):
         if mask is None or int(np.prod(shape_of(mask))) == 0:
             return res
         all_nan = _red.all(mask, axis=axis, keepdims=keepdims)
-        known = _known(all_nan)
+        known = known_value(all_nan)
         if known is not None:
             if np.any(known):
                 raise ValueError("All-NaN slice encountered")
@@ -311,6 +309,7 @@ def _along_axis(func, a, axis: int):
 def _without_nans(arr1d, value: np.ndarray):
     """NumPy's `_remove_nan_1d` on a slice whose values are known: the NaNs at the front are
     filled with the numbers at the back, which are then cut off (None if all are NaN)."""
+    value = np.asarray(value)
     c = np.isnan(value)
     s = np.nonzero(c)[0]
     n = value.size
@@ -348,7 +347,7 @@ def _read(srt, idx, count):
 
 
 def _nanmedian1d(arr1d):
-    value = _known(arr1d)
+    value = known_value(arr1d)
     if value is None:
         return _nanmedian_sorted(arr1d, 0)
     parsed = _without_nans(arr1d, value)
@@ -363,9 +362,12 @@ def _nanmedian_sorted(a, axis: int):
     srt, count = _sorted_slices(a, axis)
     lo = _read(srt, _ew.floor_divide(_ew.subtract(count, 1), 2), count)
     hi = _read(srt, _ew.floor_divide(count, 2), count)
+    # np.median's np.mean of the middle one or two: its sum starts from +0.0 (the median of
+    # [-0.0] is 0.0) and float16 data are summed in float32
     with np.errstate(over="ignore"):
-        mid = _red._divide_count(_ew.add(lo, hi), 2)  # the mean of the middle two
-    med = _ew.where(_ew.equal(_ew.remainder(count, 2), 1), lo, mid)
+        one = _red.mean(_sh.expand_dims(lo, 0), axis=0)
+        two = _red.mean(_sh.stack([lo, hi]), axis=0)
+    med = _ew.where(_ew.equal(_ew.remainder(count, 2), 1), one, two)
     med = _ew.where(_ew.equal(count, 0), _ix.take(a, -1, axis=axis), med)
     has_nan = _ew.less(count, shape_of(a)[axis])
     with np.errstate(invalid="ignore"):
@@ -390,7 +392,7 @@ def _nanmedian_small(a, axis: int):
     s = _red.sum(_ew.where(_ew.logical_and(lh_masked, all_masked), 0, low_high), axis=axis)
     s = _ew.true_divide(s, 2.0)
     all_nan = _red.all(nan, axis=axis)
-    value = _known(all_nan)
+    value = known_value(all_nan)
     for _ in range(0 if value is None else int(np.count_nonzero(value))):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=5)
     return _ew.where(all_nan, np.nan, s)
@@ -402,7 +404,7 @@ def _nanmedian(a, axis=None):
     axis = axis % ndim_of(a)
     if shape_of(a)[axis] < 600:
         return _nanmedian_small(a, axis)
-    if _known(a) is None:
+    if known_value(a) is None:
         return _nanmedian_sorted(a, axis)
     return _along_axis(_nanmedian1d, a, axis)
 
@@ -411,10 +413,10 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=_NoValue):
     """`np.nanmedian`: the median of each slice's numbers (NumPy's computation, which for
     short slices of a multi-dimensional array is np.ma.median's)."""
     _reject("nanmedian", out=out is not None)
-    a = _asarray(a)
+    a = as_array(a)
     if int(np.prod(shape_of(a))) == 0:
         return nanmean(a, axis, keepdims=keepdims)
-    if not _inexact(a):
+    if not is_float(dtype_of(a)):
         return _so.median(a, axis, keepdims=_keep(keepdims))
     return _so._ureduce(a, _nanmedian, axis, keepdims)
 
@@ -423,20 +425,10 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=_NoValue):
 
 
 def _nanquantile_1d(arr1d, q, method, weak_q):
-    parsed = _without_nans(arr1d, _known(arr1d))
+    parsed = _without_nans(arr1d, known_value(arr1d))
     if parsed is None:
         return np.full(shape_of(q), np.nan, dtype=arr1d.dtype)[()]
     return _so._quantile(parsed, q, 0, method, weak_q)
-
-
-def _weak_lerp(a, b, gamma):
-    """`_lerp` with a weight per slice standing for the Python float NumPy uses when q is one
-    (weak promotion: the weight rounded to the data's float type, 1 - t in float64)."""
-    dtype = np.result_type(np.dtype(a.dtype), 1.0)
-    t = _ew.astype(gamma, dtype)
-    one_minus_t = _ew.astype(_ew.subtract(1.0, gamma), dtype)
-    diff_b_a = b - a
-    return _ew.where(gamma >= 0.5, b - diff_b_a * one_minus_t, a + diff_b_a * t)
 
 
 def _nanquantile_sorted(a, q, axis, method, weak_q):
@@ -460,7 +452,7 @@ def _nanquantile_sorted(a, q, axis, method, weak_q):
         gamma = fix_gamma(virtual - previous, virtual)
         if np.dtype(gamma.dtype) != np.dtype(virtual.dtype):
             gamma = _ew.astype(gamma, virtual.dtype)
-        result = _weak_lerp(lo, hi, gamma) if weak_q else _so._lerp(lo, hi, gamma)
+        result = _so.weak_lerp(lo, hi, gamma) if weak_q else _so._lerp(lo, hi, gamma)
     return _ew.where(_ew.equal(count, 0), np.nan, result)
 
 
@@ -473,8 +465,8 @@ def _nan_weighted(a, q, axis, weights):
     weights = _ew.where(nan, 0, _sh.broadcast_to(weights, shape_of(a)))
     count = _count_numbers(a, 0)
     _warn_if(_ew.equal(count, 0), "All-NaN slice encountered")
-    total = _known(_red.sum(weights, axis=0))
-    numbers = _known(count)
+    total = known_value(_red.sum(weights, axis=0))
+    numbers = known_value(count)
     if total is not None and numbers is not None:
         bad = (~np.isfinite(total) | (total == 0)) & (numbers > 0)
         if bad.any():
@@ -486,11 +478,11 @@ def _nan_weighted(a, q, axis, weights):
 def _nanquantile_ureduce(a, q, axis, method, weak_q, weights=None):
     if ndim_of(q) > 2:
         raise ValueError("q must be a scalar or 1d")
-    if not _inexact(a):  # no NaNs to drop: each slice's quantiles are np.quantile's
+    if not is_float(dtype_of(a)):  # no NaNs to drop: each slice's quantiles are np.quantile's
         return _so._quantile_ureduce(a, q, axis, method, weak_q, weights)
     if weights is not None:
         return _nan_weighted(a, q, axis, weights)
-    if _known(a) is None:  # slices without NaNs are np.quantile's, the others read sorted
+    if known_value(a) is None:  # slices without NaNs are np.quantile's, the others read sorted
         plain = _so._quantile_ureduce(a, q, axis, method, weak_q)
         has_nan = _red.any(_ew.isnan(a), axis=axis)
         return _ew.where(has_nan, _nanquantile_sorted(a, q, axis, method, weak_q), plain)

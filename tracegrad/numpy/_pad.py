@@ -18,7 +18,7 @@ import numpy as np
 from tracegrad.core import Boxed, bind
 from tracegrad.ir.types import dtype_of
 from tracegrad.numpy import _reductions
-from tracegrad.numpy._common import ndim_of, shape_of
+from tracegrad.numpy._common import cast, ndim_of, shape_of
 from tracegrad.numpy._creation import linspace
 from tracegrad.primitives import broadcasting, slicing, views
 from tracegrad.primitives import elementwise as ew
@@ -328,13 +328,8 @@ def _reflect(x, axis, pair, mode, kwargs):
                 chunk = _odd(chunk, _part(x, axis, length - 1, length))
             parts.append(chunk)
             right -= chunk_length
-        x = _join([_cast_like(p, x) for p in parts], axis)
+        x = _join([cast(p, dtype_of(x)) for p in parts], axis)
     return x
-
-
-def _cast_like(part, x):
-    dtype = dtype_of(x)
-    return part if dtype_of(part) == dtype else ew.astype(part, dtype)
 
 
 def _wrap(x, axis, pair, mode, kwargs):

@@ -9,18 +9,13 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from tracegrad.core import Boxed
+from tracegrad.ir.types import dtype_of, is_float
 from tracegrad.numpy import _elementwise as _ew
 from tracegrad.numpy import _indexing as _ix
 from tracegrad.numpy import _reductions as _red
 from tracegrad.numpy import _shape as _sh
-from tracegrad.numpy._common import concrete_value, ndim_of, shape_of
-from tracegrad.numpy._sorting import (
-    _asarray,
-    _dtype,
-    _known,
-    _reject,
-    partition,
-)
+from tracegrad.numpy._common import as_array, cast, known_value, ndim_of, promotion_key, shape_of
+from tracegrad.numpy._sorting import _reject, partition
 from tracegrad.primitives import sorting as so
 
 __all__ = ["median", "percentile", "quantile"]
@@ -69,10 +64,6 @@ def _ureduce(a, func, axis, keepdims, **kwargs):
     return r
 
 
-def _inexact(a) -> bool:
-    return _dtype(a).kind in "fc"
-
-
 def _median_nancheck(data, result, axis: int):
     """A slice whose last partitioned value is NaN has a NaN median (that NaN)."""
     if int(np.prod(shape_of(data))) == 0:
@@ -84,7 +75,7 @@ def _median_nancheck(data, result, axis: int):
 def _median(a, axis=None):
     sz = int(np.prod(shape_of(a))) if axis is None else shape_of(a)[axis]
     kth = [sz // 2 - 1, sz // 2] if sz % 2 == 0 else [(sz - 1) // 2]
-    supports_nans = _inexact(a)
+    supports_nans = is_float(dtype_of(a))
     if supports_nans:
         kth.append(-1)
     part = partition(a, kth, axis=axis)
@@ -102,7 +93,7 @@ def _median(a, axis=None):
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """`np.median`: a partition at the middle, then the mean of the middle one or two."""
     _reject("median", out=out is not None)
-    return _ureduce(_asarray(a), _median, axis, keepdims)
+    return _ureduce(as_array(a), _median, axis, keepdims)
 
 
 # the interpolation methods of `numpy.lib._function_base_impl._QuantileMethods`:
@@ -174,7 +165,7 @@ def _get_indexes(arr, virtual, n: int):
     previous, nxt = _ew.where(above, -1, previous), _ew.where(above, -1, nxt)
     below = virtual < 0
     previous, nxt = _ew.where(below, 0, previous), _ew.where(below, 0, nxt)
-    if _inexact(arr):
+    if is_float(dtype_of(arr)):
         nans = _ew.isnan(virtual)
         previous, nxt = _ew.where(nans, -1, previous), _ew.where(nans, -1, nxt)
     return _ew.astype(previous, np.intp), _ew.astype(nxt, np.intp)
@@ -182,7 +173,7 @@ def _get_indexes(arr, virtual, n: int):
 
 def _order_statistics(arr, kth):
     """`arr` partitioned along axis 0 at `kth` (NumPy's), or sorted when kth is not known."""
-    known = _known(kth) if isinstance(kth, Boxed) else kth
+    known = known_value(kth) if isinstance(kth, Boxed) else kth
     if known is not None:
         return partition(arr, np.asarray(known), axis=0)
     return so.sort(arr, 0)
@@ -193,9 +184,27 @@ def _lerp(a, b, t):
     diff_b_a = b - a
     low = a + diff_b_a * t
     high = b - diff_b_a * (1 - t)
-    if isinstance(t, float):
-        return high if t >= 0.5 else low
-    return _ew.where(t >= 0.5, high, low)
+    return _unpacked(_ew.where(t >= 0.5, high, low))
+
+
+def _unpacked(result):
+    """NumPy's `_lerp` gives a 0-d result as a NumPy scalar."""
+    return result[()] if isinstance(result, np.ndarray) and result.ndim == 0 else result
+
+
+def weak_lerp(a, b, gamma):
+    """`_lerp` where NumPy's weight is a Python float (q was one: NumPy's `float(gamma)`), from
+    `gamma`, arrays or tracers of those floats (one per result; the nan functions' slices each
+    have their own): the weight takes the data's float type as a weak Python float does, 1 - t
+    computed in float64 first as Python computes it. So float32 data give float32 quantiles,
+    for a traced q (a Python float under jit or grad) too."""
+    dtype = np.result_type(dtype_of(a), 0.0)
+    t = cast(gamma, dtype)
+    one_minus_t = cast(_ew.subtract(1.0, gamma), dtype)
+    diff_b_a = b - a
+    low = a + diff_b_a * t
+    high = b - diff_b_a * one_minus_t
+    return _unpacked(_ew.where(gamma >= 0.5, high, low))
 
 
 def _quantile(arr, q, axis: int, method: str, weak_q: bool, weights=None):
@@ -203,15 +212,15 @@ def _quantile(arr, q, axis: int, method: str, weak_q: bool, weights=None):
     n = shape_of(arr)[axis]
     if axis != 0:
         arr = _sh.moveaxis(arr, axis, 0)
-    supports_nans = _inexact(arr)
+    supports_nans = is_float(dtype_of(arr))
     if weights is not None:
         if axis != 0:
             weights = _sh.moveaxis(weights, axis, 0)
         arr, result = _weighted_inverted_cdf(arr, q, weights, n)
         return _nan_slices(result, arr) if supports_nans else result
     virtual_index, fix_gamma = _method(method)
-    virtual = _asarray(virtual_index(n, q))
-    if fix_gamma is None or (method == "linear" and _dtype(virtual).kind in "iu"):
+    virtual = as_array(virtual_index(n, q))
+    if fix_gamma is None or (method == "linear" and dtype_of(virtual).kind in "iu"):
         kth = _sh.ravel(virtual)
         if supports_nans:
             kth = _sh.concatenate([kth, np.array([-1])])
@@ -219,7 +228,7 @@ def _quantile(arr, q, axis: int, method: str, weak_q: bool, weights=None):
         result = _ix.take(arr, virtual, axis=0)
     else:
         previous_indexes, next_indexes = _get_indexes(arr, virtual, n)
-        known = [_known(i) for i in (previous_indexes, next_indexes)]
+        known = [known_value(i) for i in (previous_indexes, next_indexes)]
         kth = None
         if all(k is not None for k in known):
             kth = np.unique(np.concatenate(([0, -1], known[0].ravel(), known[1].ravel())))
@@ -228,13 +237,13 @@ def _quantile(arr, q, axis: int, method: str, weak_q: bool, weights=None):
         nxt = _ix.getitem(arr, next_indexes)
         gamma = virtual - previous_indexes
         gamma = fix_gamma(gamma, virtual)
-        if _dtype(gamma) != _dtype(virtual):
-            gamma = _ew.astype(gamma, _dtype(virtual))
+        if dtype_of(gamma) != dtype_of(virtual):
+            gamma = _ew.astype(gamma, dtype_of(virtual))
         if weak_q:
-            gamma = float(concrete_value(gamma, "q", ""))
+            result = weak_lerp(previous, nxt, gamma)
         else:
             gamma = _sh.reshape(gamma, shape_of(virtual) + (1,) * (ndim_of(arr) - 1))
-        result = _lerp(previous, nxt, gamma)
+            result = _lerp(previous, nxt, gamma)
     if supports_nans:
         result = _nan_slices(result, arr)
     return result
@@ -245,7 +254,7 @@ def _nan_slices(result, arr):
     the NaN itself, in arr's dtype, for a 0-d result: followed where the values are known.)"""
     last = _ix.getitem(arr, -1)
     nans = _ew.isnan(last)
-    known = _known(nans)
+    known = known_value(nans)
     if known is not None and not known.any():
         return result
     if known is not None and ndim_of(result) == 0:
@@ -267,11 +276,11 @@ def _weighted_inverted_cdf(arr, q, weights, n: int, count=None):
     cdf = _red.cumsum(weights, axis=0, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):  # all-zero weights: checked next
         cdf = _ew.true_divide(cdf, _ix.getitem(cdf, -1))
-    total = _known(_ix.getitem(cdf, -1))
+    total = known_value(_ix.getitem(cdf, -1))
     if total is not None and count is None and np.isnan(total).any():
         raise ValueError("Weights included NaN, inf or were all zero.")
-    if _dtype(q).kind == "f":
-        cdf = _ew.astype(cdf, _dtype(q))
+    if dtype_of(q).kind == "f":
+        cdf = _ew.astype(cdf, dtype_of(q))
     cdf = _ew.where(_ew.equal(cdf, 0), -1, cdf)  # NumPy's fix for leading zero weights
     rest = shape_of(arr)[1:]
     keys = _sh.broadcast_to(_sh.ravel(q), rest + (int(np.prod(shape_of(q))),))
@@ -294,7 +303,7 @@ def _quantile_ureduce(a, q, axis, method, weak_q, weights=None):
 
 
 def _check_q(fname: str, q, percent: bool):
-    value = _known(q)
+    value = known_value(q)
     if value is not None and not np.lib._function_base_impl._quantile_is_valid(np.asarray(value)):
         which = "Percentiles must be in the range [0, 100]" if percent else None
         raise ValueError(which or "Quantiles must be in the range [0, 1]")
@@ -302,7 +311,7 @@ def _check_q(fname: str, q, percent: bool):
 
 def _weights_are_valid(weights, a, axis):
     """NumPy's check of `weights`, shaped to broadcast along `a`'s reduced axes."""
-    wgt = _asarray(weights)
+    wgt = as_array(weights)
     shape = shape_of(a)
     if shape_of(wgt) != shape:
         if axis is None:
@@ -325,7 +334,7 @@ def _check_weights(a, method: str, weights, axis):
     if axis is not None:
         axis = normalize_axis_tuple(axis, ndim_of(a), argname="axis")
     weights = _weights_are_valid(weights, a, axis)
-    negative = _known(_ew.less(weights, 0))
+    negative = known_value(_ew.less(weights, 0))
     if negative is not None and negative.any():
         raise ValueError("Weights must be non-negative.")
     return weights, axis
@@ -335,13 +344,13 @@ def _prepare(fname, a, q, axis, out, method, weights, percent):
     """NumPy's checks of percentile/quantile and their nan forms: (a, q as fractions, axis,
     weights, weak_q)."""
     _reject(fname, out=out is not None)
-    a = _asarray(a)
-    if _dtype(a).kind == "c":
+    a = as_array(a)
+    if dtype_of(a).kind == "c":
         raise TypeError("a must be an array of real numbers")
-    weak_q = type(q) in (int, float)
-    q = _asarray(q)
+    weak_q = type(promotion_key(q)) in (int, float)  # a Python number, or a traced one
+    q = as_array(q)
     if percent:
-        q = _asarray(_ew.true_divide(q, 100))
+        q = as_array(_ew.true_divide(q, 100))
     _check_q(fname, q, percent)
     weights, axis = _check_weights(a, method, weights, axis)
     _method(method)

@@ -18,9 +18,8 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from tracegrad.core import Boxed, Tracer, bind
-from tracegrad.errors import ConcretizationError
-from tracegrad.numpy._common import axes, concrete_value, ndim_of, shape_of
+from tracegrad.core import Boxed, bind
+from tracegrad.numpy._common import as_array, axes, cast, known_value, ndim_of, shape_of
 from tracegrad.primitives import broadcasting, masked, reduction, views
 from tracegrad.primitives import elementwise as ew
 
@@ -48,13 +47,6 @@ _NoValue = np._NoValue
 _F8 = np.dtype(np.float64)
 
 
-def _asarray(a):
-    # NumPy's reductions start with asanyarray: Python scalars and lists become strong arrays
-    if isinstance(a, Boxed | np.ndarray | np.generic):
-        return a
-    return np.asarray(a)
-
-
 def _reject(fname: str, **given: bool) -> None:
     for arg, used in given.items():
         if used:
@@ -75,18 +67,14 @@ def _keepdims(keepdims) -> bool:
     return False if keepdims is _NoValue else bool(keepdims)
 
 
-def _astype(x, dtype):
-    return x if np.dtype(dtype) == x.dtype else ew.astype(x, dtype)
-
-
 def _reduce_as(reduce, x, axis, keepdims, dtype):
     """`reduce` computed in `dtype` (NumPy's `dtype=` argument): cast, reduce, and cast back
     where NumPy's default would widen (int32 sums are int64 unless dtype=int32 is asked for;
     the wrap-around is the same either way)."""
     if dtype is None:
         return reduce(x, axis, keepdims)
-    out = reduce(_astype(x, dtype), axis, keepdims)
-    return _astype(out, dtype)
+    out = reduce(cast(x, dtype), axis, keepdims)
+    return cast(out, dtype)
 
 
 def _count(x, axis) -> int:
@@ -113,7 +101,7 @@ def _divide_count(s, n):
             exact = float(np.asarray(f).astype(dtype)) == f
         if exact:
             return bind(ew.divide_p, s, f)
-    return _astype(bind(ew.divide_p, _astype(s, wide), f), dtype)
+    return cast(bind(ew.divide_p, cast(s, wide), f), dtype)
 
 
 def _normalized(fname, a, axis):
@@ -135,7 +123,7 @@ def sum(
     """`numpy.sum`; with `where=` or `initial=`, NumPy's masked sum (masked-out elements get
     no derivative; a traced `initial` gets one)."""
     _reject("sum", out=out is not None)
-    a = _asarray(a)
+    a = as_array(a)
     axis, keepdims = _normalized("sum", a, axis), _keepdims(keepdims)
     if initial is _NoValue and where is True:
         return _reduce_as(broadcasting.sum, a, axis, keepdims, dtype)
@@ -147,7 +135,7 @@ def sum(
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=True):
     """`numpy.prod`; `where=` and `initial=` as in `sum`."""
     _reject("prod", out=out is not None)
-    a = _asarray(a)
+    a = as_array(a)
     axis, keepdims = _normalized("prod", a, axis), _keepdims(keepdims)
     if initial is _NoValue and where is True:
         return _reduce_as(reduction.prod, a, axis, keepdims, dtype)
@@ -195,7 +183,7 @@ def _start(fname, initial, dtype):
     if isinstance(initial, Boxed):
         if shape_of(initial):
             raise ValueError(f"{fname}: initial= must be a scalar, got shape {shape_of(initial)}")
-        return _astype(initial, dtype)
+        return cast(initial, dtype)
     if np.ndim(initial):
         raise ValueError(
             f"{fname}: initial= must be a scalar, got {type(initial).__name__} of shape "
@@ -209,22 +197,13 @@ def _start(fname, initial, dtype):
 def _counts(mask, shape, axis, keepdims):
     """NumPy's `_count_reduce_items` with a mask: the selected elements per output, intp."""
     full = broadcasting.broadcast_to(mask, shape) if shape_of(mask) != shape else mask
-    return broadcasting.sum(_astype(full, np.intp), axis, keepdims)
-
-
-def _known(x):
-    """The value of `x` when it has one (a constant or a concretely traced value), else None
-    (traced abstractly: NumPy's warnings that need the values are then not given)."""
-    try:
-        return concrete_value(x, "a warning", "")
-    except ConcretizationError:
-        return None
+    return broadcasting.sum(cast(full, np.intp), axis, keepdims)
 
 
 def _divide_counts(s, counts):
     """`true_divide(s, counts, out=s, casting='unsafe')` with an array of counts: NumPy
     divides in the promoted dtype (float64 for float32 sums) and casts back."""
-    return _astype(bind(ew.divide_p, s, counts), s.dtype)
+    return cast(bind(ew.divide_p, s, counts), s.dtype)
 
 
 # -- max, min ---------------------------------------------------------------------------------
@@ -233,7 +212,7 @@ def _divide_counts(s, counts):
 def _chooser(fname, reduce, reduce_where, ufunc):
     def f(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=True):
         _reject(fname, out=out is not None)
-        a = _asarray(a)
+        a = as_array(a)
         axis, keepdims = _normalized(fname, a, axis), _keepdims(keepdims)
         if initial is _NoValue:
             if where is not True:
@@ -247,8 +226,9 @@ def _chooser(fname, reduce, reduce_where, ufunc):
 
     f.__name__ = f.__qualname__ = fname
     f.__doc__ = (
-        f"`numpy.{fname}`: ties share the gradient evenly, as in JAX (with `initial=`, the "
-        "start is one more candidate; masked-out elements get none)."
+        f"`numpy.{fname}`: ties share the gradient evenly, as in JAX (with `initial=`, JAX's "
+        "maximum of the start and the selected elements' extremum: a tie of the two splits it "
+        "in halves; masked-out elements get none)."
     )
     return f
 
@@ -265,7 +245,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """`numpy.mean`, as `numpy._core._methods._mean`: sum, then divide by the count (with
     `where=`, the masked sum divided by the count of selected elements)."""
     _reject("mean", out=out is not None)
-    arr = _asarray(a)
+    arr = as_array(a)
     axis, keepdims = _normalized("mean", arr, axis), _keepdims(keepdims)
     is_float16_result = False
     if dtype is None:
@@ -282,11 +262,11 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     else:
         mask = _mask("mean", arr, where)
         counts = _counts(mask, shape_of(arr), axis, keepdims)
-        known = _known(counts)
+        known = known_value(counts)
         if known is not None and np.any(known == 0):
             warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
         ret = _divide_counts(_masked_sum("mean", arr, mask, axis, keepdims, dtype), counts)
-    return _astype(ret, arr.dtype) if is_float16_result else ret
+    return cast(ret, arr.dtype) if is_float16_result else ret
 
 
 def var(
@@ -332,7 +312,7 @@ def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     if isinstance(ddof, Boxed):
         raise TypeError(f"{fname}: ddof must be a number, not a traced value")
     ddof = ddof.item() if isinstance(ddof, np.generic) else ddof
-    arr = _asarray(a)
+    arr = as_array(a)
     axis = _normalized(fname, arr, axis)
     if dtype is None and arr.dtype.kind in "biu":
         dtype = _F8
@@ -342,7 +322,7 @@ def _var(fname, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     if ddof >= n:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
     if mean is not _NoValue:
-        arrmean = _asarray(mean)
+        arrmean = as_array(mean)
     else:
         arrmean = _divide_count(_reduce_as(broadcasting.sum, arr, axis, True, dtype), n)
     deviation = bind(ew.subtract_p, arr, arrmean)
@@ -367,11 +347,11 @@ def _masked_var(fname, arr, axis, dtype, ddof, keepdims, where, mean):
     mask = _mask(fname, arr, where)
     shape = shape_of(arr)
     counts = _counts(mask, shape, axis, keepdims)
-    known = _known(counts)
+    known = known_value(counts)
     if known is not None and np.any(ddof >= known):
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=4)
     if mean is not _NoValue:
-        arrmean = _asarray(mean)
+        arrmean = as_array(mean)
     else:
         arrmean = _divide_counts(
             _masked_sum(fname, arr, mask, axis, True, dtype), _counts(mask, shape, axis, True)
@@ -396,19 +376,10 @@ def _masked_sum(fname, a, mask, axis, keepdims, dtype):
 def ptp(a, axis=None, out=None, keepdims=False):
     """`numpy.ptp`: max minus min (same dtype; integers wrap around as in NumPy)."""
     _reject("ptp", out=out is not None)
-    a = _asarray(a)
+    a = as_array(a)
     axis = _normalized("ptp", a, axis)
     keepdims = _keepdims(keepdims)
     return bind(ew.subtract_p, reduction.max(a, axis, keepdims), reduction.min(a, axis, keepdims))
-
-
-def _concrete(x):
-    # the value behind x when there is one (plain array, or a concretely traced tracer)
-    if isinstance(x, Tracer):
-        return x.val
-    if isinstance(x, Boxed):
-        return x._constant_value()
-    return x
 
 
 def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
@@ -418,7 +389,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
     values, and is skipped while tracing abstractly (`make_graph`, `jit`), where a zero
     weight sum gives inf/nan like any division by zero.
     """
-    a = _asarray(a)
+    a = as_array(a)
     nd = ndim_of(a)
     shape = shape_of(a)
     if axis is not None:
@@ -435,7 +406,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
         avg_dtype = np.dtype(avg.dtype)
         scl = avg_dtype.type(math.prod(shape) / math.prod(avg_shape))
     else:
-        wgt = _asarray(weights)
+        wgt = as_array(weights)
         wshape = shape_of(wgt)
         if wshape != shape:
             if axis is None:
@@ -455,10 +426,10 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
             result_dtype = np.result_type(a_dtype, w_dtype)
         sum_axis = axes(axis, nd, "average")
         scl = _reduce_as(broadcasting.sum, wgt, sum_axis, keep, result_dtype)
-        scl_value = _concrete(scl)
+        scl_value = known_value(scl)
         if scl_value is not None and np.any(np.asarray(scl_value) == 0.0):
             raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-        weighted = bind(ew.multiply_p, _astype(a, result_dtype), _astype(wgt, result_dtype))
+        weighted = bind(ew.multiply_p, cast(a, result_dtype), cast(wgt, result_dtype))
         avg = bind(ew.divide_p, broadcasting.sum(weighted, sum_axis, keep), scl)
         avg_shape = shape_of(avg)
     if not returned:
@@ -489,7 +460,7 @@ def _one_axis(fname, a, axis):
 def _arg(fname, reduce):
     def f(a, axis=None, out=None, *, keepdims=False):
         _reject(fname, out=out is not None)
-        a = _asarray(a)
+        a = as_array(a)
         keepdims = _keepdims(keepdims)
         x, axis, flattened = _one_axis(fname, a, axis)
         if not flattened:
@@ -511,7 +482,7 @@ argmin = _arg("argmin", reduction.argmin)
 def _logical(fname, reduce, identity: bool):
     def f(a, axis=None, out=None, keepdims=False, *, where=True):
         _reject(fname, out=out is not None)
-        a = _asarray(a)
+        a = as_array(a)
         axis, keepdims = _normalized(fname, a, axis), _keepdims(keepdims)
         if where is not True:
             # masked-out elements become the identity: booleans have no rounding to keep
@@ -533,10 +504,10 @@ any = _logical("any", reduction.any, False)  # noqa: A001 - NumPy's name
 def _cumulative(fname, accumulate):
     def f(a, axis=None, dtype=None, out=None):
         _reject(fname, out=out is not None)
-        x, axis, _ = _one_axis(fname, _asarray(a), axis)
+        x, axis, _ = _one_axis(fname, as_array(a), axis)
         if dtype is None:
             return accumulate(x, axis)
-        return _astype(accumulate(_astype(x, dtype), axis), dtype)
+        return cast(accumulate(cast(x, dtype), axis), dtype)
 
     f.__name__ = f.__qualname__ = fname
     f.__doc__ = f"`numpy.{fname}`; axis=None accumulates over the flattened array."

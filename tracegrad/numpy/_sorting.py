@@ -15,12 +15,12 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from tracegrad.core import Boxed
-from tracegrad.errors import ConcretizationError
+from tracegrad.ir.types import dtype_of
 from tracegrad.numpy import _elementwise as _ew
 from tracegrad.numpy import _indexing as _ix
 from tracegrad.numpy import _reductions as _red
 from tracegrad.numpy import _shape as _sh
-from tracegrad.numpy._common import concrete_value, ndim_of, shape_of
+from tracegrad.numpy._common import as_array, concrete_value, known_value, ndim_of, shape_of
 from tracegrad.primitives import sorting as so
 
 __all__ = [
@@ -38,28 +38,9 @@ __all__ = [
 ]
 
 
-def _asarray(a):
-    # NumPy starts with asanyarray: Python scalars and lists become strong arrays
-    if isinstance(a, Boxed | np.ndarray | np.generic):
-        return a
-    return np.asarray(a)
-
-
-def _dtype(a) -> np.dtype:
-    return np.dtype(a.dtype)
-
-
 def _stand_in(a) -> np.ndarray:
     """A zero-cost array of `a`'s shape and dtype, for running NumPy's argument checks."""
-    return np.broadcast_to(np.zeros((), _dtype(a)), shape_of(a))
-
-
-def _known(x):
-    """The value of `x` when it has one (an array, or a concretely traced value), else None."""
-    try:
-        return concrete_value(x, "", "")
-    except ConcretizationError:
-        return None
+    return np.broadcast_to(np.zeros((), dtype_of(a)), shape_of(a))
 
 
 def _reject(fname: str, **given) -> None:
@@ -102,7 +83,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """`np.sort`; the derivative moves each tangent with its value (ties: original order)."""
     _reject("sort", order=order is not None)
     stable = _stable("sort", kind, stable)
-    x, axis = _flat_or_axis("sort", _asarray(a), axis)
+    x, axis = _flat_or_axis("sort", as_array(a), axis)
     return so.sort(x, axis, stable)
 
 
@@ -110,7 +91,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """`np.argsort`: intp indices, no derivative."""
     _reject("argsort", order=order is not None)
     stable = _stable("argsort", kind, stable)
-    x, axis = _flat_or_axis("argsort", _asarray(a), axis)
+    x, axis = _flat_or_axis("argsort", as_array(a), axis)
     return so.argsort(x, axis, stable)
 
 
@@ -134,7 +115,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     _reject("partition", order=order is not None)
     if kind != "introselect":
         raise ValueError(f"partition: kind must be 'introselect', got {kind!r}")
-    x, axis = _flat_or_axis("partition", _asarray(a), axis)
+    x, axis = _flat_or_axis("partition", as_array(a), axis)
     return so.partition(x, _kth("partition", x, kth, axis), axis)
 
 
@@ -143,7 +124,7 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     _reject("argpartition", order=order is not None)
     if kind != "introselect":
         raise ValueError(f"argpartition: kind must be 'introselect', got {kind!r}")
-    x, axis = _flat_or_axis("argpartition", _asarray(a), axis)
+    x, axis = _flat_or_axis("argpartition", as_array(a), axis)
     return so.argpartition(x, _kth("argpartition", x, kth, axis), axis)
 
 
@@ -152,11 +133,11 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
 
 def searchsorted(a, v, side="left", sorter=None):
     """`np.searchsorted` (no derivative); `sorter` reads `a` through it first."""
-    a, v = _asarray(a), _asarray(v)
+    a, v = as_array(a), as_array(v)
     stand_sorter = None if sorter is None else np.arange(shape_of(a)[0] if ndim_of(a) else 0)
     np.searchsorted(_stand_in(a), _stand_in(v), side=side, sorter=stand_sorter)
     if sorter is not None:
-        s = _known(sorter)
+        s = known_value(sorter)
         if s is not None:  # NumPy's checks of the values
             np.searchsorted(_stand_in(a), _stand_in(v), side=side, sorter=s)
         a = _ix.take(a, sorter)
@@ -167,7 +148,7 @@ def lexsort(keys, axis=-1):
     """`np.lexsort`: the last key is the primary one; intp indices, no derivative."""
     if isinstance(keys, Boxed | np.ndarray):
         keys = [keys[i] for i in range(shape_of(keys)[0])] if ndim_of(keys) else [keys]
-    keys = [_asarray(k) for k in keys]
+    keys = [as_array(k) for k in keys]
     np.lexsort([_stand_in(k) for k in keys], axis=axis)  # NumPy's checks and messages
     if ndim_of(keys[0]) == 0:
         return np.intp(0)  # NumPy's answer for 0-d keys
@@ -200,7 +181,7 @@ def _fills(fname: str, fill_value, n: int) -> tuple[int, ...]:
 def nonzero(a, *, size=None, fill_value=None):
     """`np.nonzero`; with `size` (JAX's), the first `size` indices padded with `fill_value`,
     which also works under jit and vmap."""
-    a = _asarray(a)
+    a = as_array(a)
     if ndim_of(a) == 0:
         raise ValueError(
             "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() "
@@ -216,7 +197,7 @@ def nonzero(a, *, size=None, fill_value=None):
 
 def flatnonzero(a, *, size=None, fill_value=None):
     """`np.flatnonzero`: `nonzero(ravel(a))[0]` (JAX's `size=` too)."""
-    flat = _sh.ravel(_asarray(a))
+    flat = _sh.ravel(as_array(a))
     if size is None:
         value = concrete_value(flat, "the shape of np.flatnonzero(x)", _size_hint("flatnonzero"))
         return np.flatnonzero(value)
@@ -225,7 +206,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
 
 def argwhere(a, *, size=None, fill_value=None):
     """`np.argwhere`: the nonzero indices as rows (JAX's `size=` too)."""
-    a = _asarray(a)
+    a = as_array(a)
     if size is None:
         value = concrete_value(a, "the shape of np.argwhere(x)", _size_hint("argwhere"))
         return np.argwhere(value)
@@ -237,8 +218,8 @@ def argwhere(a, *, size=None, fill_value=None):
 
 def count_nonzero(a, axis=None, *, keepdims=False):
     """`np.count_nonzero`: a bool cast summed as intp (no derivative)."""
-    a = _asarray(a)
-    as_bool = _ew.astype(a, np.bool_) if _dtype(a) != np.bool_ else a
+    a = as_array(a)
+    as_bool = _ew.astype(a, np.bool_) if dtype_of(a) != np.bool_ else a
     return _red.sum(as_bool, axis=axis, dtype=np.intp, keepdims=keepdims)
 
 

@@ -14,8 +14,8 @@ import warnings
 import numpy as np
 
 from tracegrad.core import Boxed, bind
-from tracegrad.errors import ConcretizationError
-from tracegrad.numpy._common import concrete_value, ndim_of, shape_of
+from tracegrad.ir.types import dtype_of
+from tracegrad.numpy._common import as_array, cast, known_value, ndim_of, shape_of
 from tracegrad.numpy._indexing import diagonal
 from tracegrad.numpy._linalg import dot
 from tracegrad.numpy._reductions import average
@@ -28,38 +28,17 @@ __all__ = ["cov", "corrcoef"]
 _F8 = np.dtype(np.float64)
 
 
-def _asarray(a):
-    return a if isinstance(a, Boxed) else np.asarray(a)
-
-
-def _dtype(a) -> np.dtype:
-    return np.dtype(a.dtype)
-
-
-def _astype(a, dtype):
-    return a if _dtype(a) == np.dtype(dtype) else ew.astype(a, dtype)
-
-
-def _value(x):
-    """The value behind `x` where it is known (an array, or a concretely traced value), else
-    None (abstract tracing: checks of values are skipped there)."""
-    try:
-        return concrete_value(x, "", "")
-    except ConcretizationError:
-        return None
-
-
 def _ndmin2(a, dtype):
     """`np.array(a, ndmin=2, dtype=dtype)`: leading axes of length 1 added."""
-    a = _astype(a, dtype)
+    a = cast(a, dtype)
     nd = ndim_of(a)
     return reshape(a, (1,) * (2 - nd) + shape_of(a)) if nd < 2 else a
 
 
 def _weights(w, name: str, n: int):
     """fweights / aweights as float64, with NumPy's checks (its messages and exception types)."""
-    w = _astype(_asarray(w), _F8)
-    value = _value(w)
+    w = cast(as_array(w), _F8)
+    value = known_value(w)
     if name == "fweights" and value is not None and not np.all(value == np.around(value)):
         raise TypeError("fweights must be integer")
     if ndim_of(w) > 1:
@@ -86,7 +65,7 @@ def _normalization(X, w, aweights, w_sum, ddof):
             warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
             fact = 0.0
         return fact
-    known = _value(fact)
+    known = known_value(fact)
     if known is not None and known <= 0:
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
     return ew.where(bind(ew.less_equal_p, fact, 0), 0.0, fact)
@@ -96,15 +75,15 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     """`np.cov`: differentiable in m, y and aweights (fweights are counts)."""
     if ddof is not None and ddof != int(ddof):
         raise ValueError("ddof must be integer")
-    m = _asarray(m)
+    m = as_array(m)
     if ndim_of(m) > 2:
         raise ValueError("m has more than 2 dimensions")
     if y is not None:
-        y = _asarray(y)
+        y = as_array(y)
         if ndim_of(y) > 2:
             raise ValueError("y has more than 2 dimensions")
     if dtype is None:
-        dtypes = [_dtype(m)] + ([] if y is None else [_dtype(y)])
+        dtypes = [dtype_of(m)] + ([] if y is None else [dtype_of(y)])
         dtype = np.result_type(*dtypes, np.float64)
     X = _ndmin2(m, dtype)
     if not rowvar and ndim_of(m) != 1:
@@ -126,10 +105,10 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         w = aweights if w is None else w * aweights
     avg, w_sum = average(X, axis=1, weights=w, returned=True)
     fact = _normalization(X, w, aweights, w_sum[0], ddof)
-    X = _astype(X - avg[:, None], _dtype(X))  # NumPy subtracts in place: X keeps its dtype
+    X = cast(X - avg[:, None], dtype_of(X))  # NumPy subtracts in place: X keeps its dtype
     X_T = transpose(X) if w is None else transpose(X * w)
     c = dot(X, ew.conjugate(X_T))
-    c = _astype(c * np.true_divide(1, fact), _dtype(c))  # in place, as NumPy's `c *= ...`
+    c = cast(c * np.true_divide(1, fact), dtype_of(c))  # in place, as NumPy's `c *= ...`
     return squeeze(c)
 
 
@@ -138,7 +117,7 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     [-1, 1]. Complex inputs are refused: NumPy clips their real and imaginary parts in place,
     which no composition here reproduces exactly."""
     given = [np.dtype(dtype)] if dtype is not None else []
-    given += [_dtype(_asarray(a)) for a in (x, y) if a is not None]
+    given += [dtype_of(as_array(a)) for a in (x, y) if a is not None]
     if any(d.kind == "c" for d in given):
         raise NotImplementedError(
             "tracegrad.numpy.corrcoef: complex inputs are not supported yet (NumPy clips the "

@@ -11,16 +11,13 @@ from numpy.lib import _arraysetops_impl as _setops
 from numpy.lib.array_utils import normalize_axis_index
 
 from tracegrad.core import Boxed
+from tracegrad.ir.types import dtype_of
 from tracegrad.numpy import _elementwise as _ew
 from tracegrad.numpy import _indexing as _ix
 from tracegrad.numpy import _reductions as _red
 from tracegrad.numpy import _shape as _sh
-from tracegrad.numpy._common import concrete_value, ndim_of, shape_of
-from tracegrad.numpy._sorting import (
-    _asarray,
-    _dtype,
-    _size_hint,
-)
+from tracegrad.numpy._common import as_array, concrete_value, ndim_of, shape_of
+from tracegrad.numpy._sorting import _size_hint
 from tracegrad.primitives import sorting as so
 
 __all__ = ["unique", "unique_values", "unique_counts", "unique_inverse", "unique_all"]
@@ -64,7 +61,7 @@ def _unique_concrete(a, flags, axis, equal_nan, sorted):
     value = concrete_value(a, "the shape of np.unique(x)", _size_hint("unique"))
     out = np.unique(value, *flags, axis, equal_nan=equal_nan, sorted=sorted)
     outs = list(out) if isinstance(out, tuple) else [out]
-    if isinstance(a, Boxed) and _dtype(a).kind in "fc":
+    if isinstance(a, Boxed) and dtype_of(a).kind in "fc":
         outs[0] = _traced_uniques(a, value, outs[0], axis)
     return outs
 
@@ -91,7 +88,7 @@ def _sorted_with_mask(x, flags, equal_nan):
     if ndim_of(neq) > 1:
         neq = _red.any(neq, axis=tuple(range(1, ndim_of(neq))))
     mask = _sh.concatenate([np.ones(1, np.bool_), neq])
-    if equal_nan and ndim_of(x) == 1 and _dtype(x).kind in "fc":
+    if equal_nan and ndim_of(x) == 1 and dtype_of(x).kind in "fc":
         # NaNs sort last; from the first one on, only it starts a new value
         first_nan = _red.sum(_ew.logical_not(_ew.isnan(aux)), dtype=np.intp)
         pos = np.arange(n, dtype=np.intp)
@@ -124,9 +121,9 @@ def _unique_sized(a, flags, axis, equal_nan, size, fill_value):
         values = _ix.take(aux, first, axis=0)
         if fill_value is not None:
             wide = _sh.reshape(valid, (size,) + (1,) * len(rest))
-            values = _ew.where(wide, values, np.asarray(fill_value).astype(_dtype(x)))
+            values = _ew.where(wide, values, np.asarray(fill_value).astype(dtype_of(x)))
     else:
-        values = np.full((size,) + rest, fill_value if size else 0, _dtype(x))
+        values = np.full((size,) + rest, fill_value if size else 0, dtype_of(x))
     outs = [values if axis is None else _sh.moveaxis(values, 0, axis)]
     if index:
         outs.append(_ix.take(perm, first) if n else np.zeros(size, np.intp))
@@ -167,7 +164,7 @@ def unique(
     `size` (JAX's) it has `size` entries, padded with `fill_value` (default: the smallest
     unique value), sorted, and works under jit and vmap.
     """
-    a = _asarray(ar)
+    a = as_array(ar)
     flags = (bool(return_index), bool(return_inverse), bool(return_counts))
     if size is None:
         outs = _unique_concrete(a, flags, axis, equal_nan, sorted)

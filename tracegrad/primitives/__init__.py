@@ -1,9 +1,9 @@
 """The built-in primitives, one family per module, and `ALL`, the explicit table of them.
 
 The families import each other in one direction (views -> broadcasting -> slicing,
-batching -> elementwise -> reduction, shape, indexing -> products -> einsum, and indexing ->
-sorting, scatter, calculus, masked), so every rule can be written with the operations of the
-families below its own.
+batching -> elementwise -> reduction, shape, indexing -> products -> einsum, masked; indexing ->
+sorting, scatter; products, sorting -> calculus), so every rule can be written with the
+operations of the families below its own.
 """
 
 from tracegrad.primitives import (

@@ -96,18 +96,19 @@ def reduce_emit(fname: str):
 def reducer(name: str, np_fn, doc: str, **rules_and_facts):
     """A reduction over sorted axes with `keepdims` (NumPy's `np_fn`), and the function that
     binds it, `fn(x, axis, keepdims=False)`: the primitive's impl, batching and emit rules
-    follow from `np_fn`; the rest (shape, jvp, vjp, facts) are given."""
+    follow from `np_fn` (an `emit` given replaces the one written from the name); the rest
+    (shape, jvp, vjp, facts) are given."""
 
     def fn(x, axis, keepdims=False):
         return bind(prim, x, axis=as_axes(axis), keepdims=bool(keepdims))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
+    rules_and_facts.setdefault("emit", reduce_emit(name))
     prim = Primitive(
         name,
         impl=lambda x, *, axis, keepdims: np_fn(x, axis=axis, keepdims=keepdims),
         batch=reduce_batch(fn),
-        emit=reduce_emit(name),
         layout=Layout.KEEPS_C,
         **rules_and_facts,
     )

@@ -18,6 +18,7 @@ from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives.batching import batch_size, materialize
 from tracegrad.primitives.broadcasting import broadcast_to, sum
 from tracegrad.primitives.indexing import gather, scatter_add
+from tracegrad.primitives.products import conj
 from tracegrad.primitives.shape import concatenate
 from tracegrad.primitives.slicing import slice_static
 from tracegrad.primitives.sorting import searchsorted
@@ -115,10 +116,6 @@ def _last_axis_slice(x, start: int, length: int):
     return slice_static(x, starts, shape[:-1] + (start + length,))
 
 
-def _conj(x):
-    return ew.conjugate(x) if dtype_of(x).kind == "c" else x
-
-
 def _correlate_jvp(primals, tangents, *, out, mode):
     (a, v), (a_dot, v_dot) = primals, tangents
     terms = []
@@ -149,7 +146,7 @@ def _correlate_v_bar(bar, a, v, *, out, mode):
     if not carries_derivative(v):
         return None
     s = _shift(mode, a, v)
-    full = correlate(_conj(a), bar, _FULL)
+    full = correlate(conj(a), bar, _FULL)
     return _last_axis_slice(full, shape_of(bar)[-1] - 1 - s, shape_of(v)[-1])
 
 

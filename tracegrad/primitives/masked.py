@@ -18,16 +18,17 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_ALL, READS_INDICES, READS_INPUTS, Primitive, rule_for
-from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.ir.types import Aval, carries_derivative, dtype_of, is_float, shape_of
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import reduction
 from tracegrad.primitives.axes import check_axes, reduced_shape, shift_axes
 from tracegrad.primitives.batching import batch_size, materialize
 from tracegrad.primitives.broadcasting import broadcast_to, keep_axes, kept_cotangent
 from tracegrad.primitives.broadcasting import sum as reduce_sum
-from tracegrad.primitives.shape import ascontiguousarray, concatenate
+from tracegrad.primitives.products import batch_first
+from tracegrad.primitives.shape import concatenate
 from tracegrad.primitives.slicing import slice_static
-from tracegrad.primitives.views import move_to_front, reshape, squeeze
+from tracegrad.primitives.views import reshape, squeeze
 
 
 def _cast(x, dtype):
@@ -69,13 +70,6 @@ def _row(a, k):
     return slice_static(a, (k,) + (0,) * (len(s) - 1), (k + 1,) + s[1:])
 
 
-def _batch_first(x, d: int):
-    """`x` with its batch axis first and each example's elements contiguous: NumPy's
-    iterator orders a reduction by the strides, so a batch axis left between the others (a
-    transposed view) would change the order of the additions, and the bits."""
-    return x if d == 0 else ascontiguousarray(move_to_front(x, d))
-
-
 def _masked_batch(prim):
     """Batching: the array's batch axis first (broadcast in when only the mask is batched),
     the mask's first too with size-1 axes so it lines up; one reduction over the batch."""
@@ -86,9 +80,9 @@ def _masked_batch(prim):
         dx, dw, di = dims
         if di is not None:
             return _whole_batch(ref, args, dims, axis, dict(keepdims=keepdims, **params))
-        x = materialize(x, dx, batch_size(args, dims)) if dx is None else _batch_first(x, dx)
+        x = materialize(x, dx, batch_size(args, dims)) if dx is None else batch_first(x, dx)
         if dw is not None:
-            where = _batch_first(where, dw)
+            where = batch_first(where, dw)
             ws = shape_of(where)
             gap = len(shape_of(x)) - len(ws)
             where = reshape(where, ws[:1] + (1,) * gap + ws[1:])
@@ -155,14 +149,10 @@ def _start_tangent(i_dot, out):
     return broadcast_to(_cast(i_dot, dtype_of(out)), shape_of(out))
 
 
-def _inexact(dtype) -> bool:
-    return np.dtype(dtype).kind in "fc"
-
-
 def _sum_where_jvp(primals, tangents, *, out, axis, keepdims, dtype):
     x, where, initial = primals
     x_dot, _, i_dot = tangents
-    if not _inexact(dtype):
+    if not is_float(dtype):
         return None
     total = None
     if x_dot is not None and carries_derivative(x):
@@ -175,7 +165,7 @@ def _sum_where_jvp(primals, tangents, *, out, axis, keepdims, dtype):
 
 
 def _sum_where_vjp(g, x, where, initial, *, out, axis, keepdims, dtype):
-    if not _inexact(dtype):
+    if not is_float(dtype):
         return None, None, None
     x_bar = i_bar = None
     if carries_derivative(x):
@@ -208,7 +198,7 @@ def _ones_outside(x, where, dtype):
 def _prod_where_jvp(primals, tangents, *, out, axis, keepdims, dtype):
     x, where, initial = primals
     x_dot, _, i_dot = tangents
-    if not _inexact(dtype):
+    if not is_float(dtype):
         return None
     kept = _ones_outside(x, where, dtype)
     product = reduction.prod(kept, axis, keepdims)
@@ -225,7 +215,7 @@ def _prod_where_jvp(primals, tangents, *, out, axis, keepdims, dtype):
 
 
 def _prod_where_vjp(g, x, where, initial, *, out, axis, keepdims, dtype):
-    if not _inexact(dtype):
+    if not is_float(dtype):
         return None, None, None
     kept = _ones_outside(x, where, dtype)
     product = reduction.prod(kept, axis, keepdims)
@@ -270,49 +260,63 @@ def _chooser_shape(name):
     return shape
 
 
-def _chooser_weights(x, where, initial, out, axis, keepdims):
-    """(weights of x, weight of the start): where the extremum is, ties shared evenly as
-    tracegrad.numpy.max shares them (JAX's rule), the start counting as one more candidate;
-    masked-out elements weigh nothing. A NaN extremum matches nothing: NaN weights."""
-    dtype = dtype_of(out)
-    kept_out = keep_axes(out, shape_of(x), axis, keepdims)
-    hit = ew.astype(bind(ew.logical_and_p, where, ew.equal(x, kept_out)), dtype)
-    start_hit = ew.astype(ew.equal(initial, out), dtype)
-    count = reduce_sum(hit, axis, keepdims) + start_hit
-    return hit / keep_axes(count, shape_of(x), axis, keepdims), start_hit / count
+def _chooser_rules(reduce_where, identity: float):
+    """The jvp and vjp of `reduce_where` (max_where or min_where), JAX's: the result is the
+    extremum of the start and of the selected elements' extremum `r` (computed from the
+    `identity`, -inf or inf), and a tie of the two shares the derivative evenly; `r`'s share
+    goes to the selected elements equal to it, shared evenly (`reduction.tie_weights`), and
+    only then are the masked-out ones given none (so a NaN `r` gives NaN weights to the
+    selected elements, 0 to the others)."""
+
+    def weights(x, where, initial, out, axis, keepdims):
+        dtype = dtype_of(out)
+        start = np.asarray(identity, dtype)
+        r = reduce_where(x, where, start, axis, keepdims)
+        r_is, i_is = ew.equal(r, out), ew.equal(initial, out)
+        half = np.asarray(0.5, dtype)
+        w_r = ew.where(r_is, ew.where(i_is, half, 1.0), 0.0)
+        w_start = ew.where(i_is, ew.where(r_is, half, 1.0), 0.0)
+        ties = reduction.tie_weights(ew.where(where, x, start), r, axis, keepdims)
+        w_x = ew.where(where, ties * keep_axes(w_r, shape_of(x), axis, keepdims), 0.0)
+        return w_x, w_start
+
+    def jvp(primals, tangents, *, out, axis, keepdims):
+        x, where, initial = primals
+        x_dot, _, i_dot = tangents
+        if not carries_derivative(x) or (x_dot is None and i_dot is None):
+            return None
+        w_x, w_start = weights(x, where, initial, out, axis, keepdims)
+        total = None
+        if x_dot is not None:
+            total = reduce_sum(x_dot * w_x, axis, keepdims)
+        if i_dot is not None:
+            term = i_dot * w_start
+            total = term if total is None else total + term
+        return total
+
+    def vjp(g, x, where, initial, *, out, axis, keepdims):
+        if not carries_derivative(x):
+            return None, None, None
+        w_x, w_start = weights(x, where, initial, out, axis, keepdims)
+        x_bar = keep_axes(g, shape_of(x), axis, keepdims) * w_x
+        i_bar = None
+        if carries_derivative(initial):
+            i_bar = _cast(
+                reduce_sum(g * w_start, tuple(range(len(shape_of(g))))), dtype_of(initial)
+            )
+        return x_bar, None, i_bar
+
+    return jvp, vjp
 
 
-def _chooser_jvp(primals, tangents, *, out, axis, keepdims):
-    x, where, initial = primals
-    x_dot, _, i_dot = tangents
-    if not carries_derivative(x) or (x_dot is None and i_dot is None):
-        return None
-    w, w_start = _chooser_weights(x, where, initial, out, axis, keepdims)
-    total = None
-    if x_dot is not None:
-        total = reduce_sum(x_dot * w, axis, keepdims)
-    if i_dot is not None:
-        term = i_dot * w_start
-        total = term if total is None else total + term
-    return total
-
-
-def _chooser_vjp(g, x, where, initial, *, out, axis, keepdims):
-    if not carries_derivative(x):
-        return None, None, None
-    w, w_start = _chooser_weights(x, where, initial, out, axis, keepdims)
-    x_bar = keep_axes(g, shape_of(x), axis, keepdims) * w
-    i_bar = None
-    if carries_derivative(initial):
-        i_bar = _cast(reduce_sum(g * w_start, tuple(range(len(shape_of(g))))), dtype_of(initial))
-    return x_bar, None, i_bar
-
+_max_jvp, _max_vjp = _chooser_rules(max_where, -np.inf)
+_min_jvp, _min_vjp = _chooser_rules(min_where, np.inf)
 
 max_where_p = _masked(
-    "max_where", np.max, _chooser_shape("max_where"), _chooser_jvp, _chooser_vjp, READS_ALL
+    "max_where", np.max, _chooser_shape("max_where"), _max_jvp, _max_vjp, READS_ALL
 )
 min_where_p = _masked(
-    "min_where", np.min, _chooser_shape("min_where"), _chooser_jvp, _chooser_vjp, READS_ALL
+    "min_where", np.min, _chooser_shape("min_where"), _min_jvp, _min_vjp, READS_ALL
 )
 
 PRIMITIVES = (sum_where_p, prod_where_p, max_where_p, min_where_p)

@@ -24,7 +24,7 @@ from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_INPUTS, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives.broadcasting import result_dtype, unbroadcast
-from tracegrad.primitives.elementwise import astype, conjugate, multiply_p
+from tracegrad.primitives.elementwise import astype, conjugate, multiply_p, real
 from tracegrad.primitives.shape import ascontiguousarray
 from tracegrad.primitives.views import move_to_front, reshape, transpose
 
@@ -41,9 +41,29 @@ def strong_result_type(op: str, *avals: Aval) -> np.dtype:
 
 
 def cast_like(x_bar, x):
-    """`x_bar` in the dtype of the operand `x` (float32 operands of a float64 product)."""
+    """`x_bar` in the dtype of the operand `x` (float32 operands of a float64 product). A real
+    operand of a complex product (a complex other operand, einsum's `dtype=complex`) takes the
+    real part of its complex cotangent, as JAX does (a complex-to-real cast gives the same
+    values, with a ComplexWarning)."""
     want = dtype_of(x)
+    if dtype_of(x_bar) == want:
+        return x_bar
+    if dtype_of(x_bar).kind == "c" and want.kind != "c":
+        x_bar = real(x_bar)
     return x_bar if dtype_of(x_bar) == want else astype(x_bar, want)
+
+
+def conj(x):
+    """`x` conjugated when it is complex (real values as they are, with no node)."""
+    return conjugate(x) if dtype_of(x).kind == "c" else x
+
+
+def batch_first(x, d: int):
+    """`x` with its batch axis `d` first, and each example's elements contiguous, as each
+    example of a loop over the batch is: NumPy's iterator and the BLAS/dot choice of the
+    product loops follow the strides, so a batch axis left among an example's axes (a
+    transposed view) would change the order of the additions, and the bits."""
+    return x if d == 0 else ascontiguousarray(move_to_front(x, d))
 
 
 def _reshape(x, shape):
@@ -614,10 +634,6 @@ dot_p = Primitive(
 # conjugation's own transpose `conj`).
 
 
-def _conj(x):
-    return conjugate(x) if dtype_of(x).kind == "c" else x
-
-
 def _core_rank_error(name, signature, which, aval, need):
     return ValueError(
         f"{name}: operand {which} of shape {aval.shape} has {aval.ndim} axes, but the "
@@ -721,8 +737,8 @@ def _mul(a, b):
 
 # out = sum(conj(x) * y): the transpose of x -> conj(x) * y is conj(g * y)
 _VECDOT_BARS = _bars(
-    lambda g, x, y: _conj(_mul(_expand(g, (-1,)), y)),
-    lambda g, x, y: _mul(_expand(g, (-1,)), _conj(x)),
+    lambda g, x, y: conj(_mul(_expand(g, (-1,)), y)),
+    lambda g, x, y: _mul(_expand(g, (-1,)), conj(x)),
 )
 # out = x @ y: the outer product g y^T, and x^T g
 _MATVEC_BARS = _bars(
@@ -731,16 +747,9 @@ _MATVEC_BARS = _bars(
 )
 # out = conj(x) @ y: conj(y g), and the outer product conj(x) g^T
 _VECMAT_BARS = _bars(
-    lambda g, x, y: _conj(matvec(y, g)),
-    lambda g, x, y: _mul(_expand(_conj(x), (-1,)), _expand(g, (-2,))),
+    lambda g, x, y: conj(matvec(y, g)),
+    lambda g, x, y: _mul(_expand(conj(x), (-1,)), _expand(g, (-2,))),
 )
-
-
-def _batch_first(x, d: int):
-    """`x` with its batch axis `d` first, and each example's elements contiguous: the gufunc's
-    loops choose BLAS or NumPy's own dot by the core axes' strides, so a batch axis left
-    inside them (a transposed view) would change the summation and the bits."""
-    return x if d == 0 else ascontiguousarray(move_to_front(x, d))
 
 
 def _gufunc_batch(core: tuple[int, int]):
@@ -755,7 +764,7 @@ def _gufunc_batch(core: tuple[int, int]):
             loops = [_ndim(a) - (d is not None) - c for a, d, c in zip(args, dims, core)]
             n = max(loops)
             new = [
-                a if d is None else _pad_after_batch(_batch_first(a, d), n - r)
+                a if d is None else _pad_after_batch(batch_first(a, d), n - r)
                 for a, d, r in zip(args, dims, loops)
             ]
             return bind(ref(), *new), 0

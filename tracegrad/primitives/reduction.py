@@ -138,28 +138,43 @@ def _chooser_shape(name, ufunc_name):
     return shape
 
 
-def _chooser_weights(x, out, axis, keepdims):
-    """d out / d x: 1 / (number of ties) where x equals its slice's extremum, else 0.
+def tie_weights(x, extremum, axis, keepdims, *, ignore_nan=False):
+    """d extremum / d x for the extremum of each slice of `x` over `axis` (max, min, nanmax,
+    nanmin, and the masked ones): 1 / (number of ties) where x equals it, else 0.
 
     JAX's rule: tied elements share the derivative evenly, so the weights of a slice sum to 1
-    ([1, 3, 3] -> [0, 0.5, 0.5]). A NaN extremum matches nothing and gives NaN weights.
+    ([1, 3, 3] -> [0, 0.5, 0.5]). A NaN extremum equals nothing: its slice's weights are NaN,
+    as JAX's 0 / 0 (here 0 / NaN, which warns of no invalid value). With `ignore_nan` (nanmax,
+    nanmin: NaNs are skipped, never the extremum) an all-NaN slice gets weights 0 instead, as
+    JAX's nanmax gives.
     """
-    hit = ew.astype(ew.equal(x, keep_axes(out, shape_of(x), axis, keepdims)), dtype_of(x))
-    return hit / sum(hit, axis, True)
+    dtype = dtype_of(x)
+    hit = ew.astype(ew.equal(x, keep_axes(extremum, shape_of(x), axis, keepdims)), dtype)
+    count = sum(hit, axis, True)
+    no_hit = np.asarray(1.0 if ignore_nan else np.nan, dtype)  # what a hitless count becomes
+    return hit / ew.where(ew.equal(count, 0), no_hit, count)
 
 
-def _chooser_jvp(primals, tangents, *, out, axis, keepdims):
-    (x,), (x_dot,) = primals, tangents
-    if x_dot is None or not carries_derivative(x):
-        return None
-    return sum(x_dot * _chooser_weights(x, out, axis, keepdims), axis, keepdims)
+def _chooser_rules(ignore_nan: bool):
+    """The jvp and vjp of an extremum over `axis`, from `tie_weights`."""
+
+    def jvp(primals, tangents, *, out, axis, keepdims):
+        (x,), (x_dot,) = primals, tangents
+        if x_dot is None or not carries_derivative(x):
+            return None
+        weights = tie_weights(x, out, axis, keepdims, ignore_nan=ignore_nan)
+        return sum(x_dot * weights, axis, keepdims)
+
+    def vjp(x_bar, x, *, out, axis, keepdims):
+        if not carries_derivative(x):
+            return (None,)
+        weights = tie_weights(x, out, axis, keepdims, ignore_nan=ignore_nan)
+        return (keep_axes(x_bar, shape_of(x), axis, keepdims) * weights,)
+
+    return jvp, vjp
 
 
-def _chooser_vjp(x_bar, x, *, out, axis, keepdims):
-    if not carries_derivative(x):
-        return (None,)
-    weights = _chooser_weights(x, out, axis, keepdims)
-    return (keep_axes(x_bar, shape_of(x), axis, keepdims) * weights,)
+_chooser_jvp, _chooser_vjp = _chooser_rules(ignore_nan=False)
 
 
 max_p, max = reducer(  # noqa: A001 - NumPy's name
@@ -182,6 +197,39 @@ min_p, min = reducer(  # noqa: A001 - NumPy's name
     vjp_reads=READS_ALL,
     torch_name="MinBackward1",
 )
+
+# -- nanmax, nanmin ---------------------------------------------------------------------------
+# NumPy's nanmax of an array is `np.fmax.reduce`: which of two tied zeros (0.0, -0.0) survives
+# is that C loop's choice, which no composition of max and where reproduces, hence primitives.
+# Ties share the derivative as `max`'s do; NaNs get none (as in JAX's nanmax, whose NaNs are
+# replaced by -inf behind a `where`), an all-NaN slice none at all.
+
+_nan_chooser_jvp, _nan_chooser_vjp = _chooser_rules(ignore_nan=True)
+
+
+def _nan_chooser(name: str, ufunc: np.ufunc):
+    def shape(x: Aval, *, axis, keepdims):
+        check_axes(name, x, axis)
+        why = f"zero-size array to reduction operation {ufunc.__name__} which has no identity"
+        check_nonempty(name, x, axis, why)
+        return Aval(reduced_shape(x.shape, axis, keepdims), x.dtype)
+
+    return reducer(
+        name,
+        ufunc.reduce,
+        f"`np.{ufunc.__name__}.reduce` over the axes in `axis` (NumPy's {name} of an array).",
+        shape=shape,
+        jvp=_nan_chooser_jvp,
+        vjp=_nan_chooser_vjp,
+        vjp_reads=READS_ALL,
+        emit=lambda x, *, axis, keepdims: (
+            f"np.{ufunc.__name__}.reduce({x}, axis={axis!r}, keepdims={keepdims!r})"
+        ),
+    )
+
+
+nanmax_p, nanmax = _nan_chooser("nanmax", np.fmax)
+nanmin_p, nanmin = _nan_chooser("nanmin", np.fmin)
 
 # -- argmax, argmin ---------------------------------------------------------------------------
 
@@ -415,4 +463,16 @@ cumprod_p = Primitive(
     vjp_reads=READS_ALL,
 )
 
-PRIMITIVES = (prod_p, max_p, min_p, argmax_p, argmin_p, all_p, any_p, cumsum_p, cumprod_p)
+PRIMITIVES = (
+    prod_p,
+    max_p,
+    min_p,
+    nanmax_p,
+    nanmin_p,
+    argmax_p,
+    argmin_p,
+    all_p,
+    any_p,
+    cumsum_p,
+    cumprod_p,
+)

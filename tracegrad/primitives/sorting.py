@@ -2,7 +2,7 @@
 
 sort and partition permute values, so their derivative permutes the tangent the same way (the
 permutation is recomputed from values, see `_permuted_rules`); argsort, argpartition,
-searchsorted, lexsort and nonzero return integers; nanmax/nanmin are fmax/fmin.reduce.
+searchsorted, lexsort and nonzero return integers.
 """
 
 from __future__ import annotations
@@ -17,15 +17,10 @@ from tracegrad.ir.primitive import READS_ALL, READS_INPUTS, READS_NOTHING, Primi
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives.axes import (
-    as_axes,
     at,
-    check_axes,
-    check_nonempty,
-    reduce_batch,
-    reduced_shape,
 )
 from tracegrad.primitives.batching import batch_size, materialize
-from tracegrad.primitives.broadcasting import broadcast_to, keep_axes, sum
+from tracegrad.primitives.broadcasting import broadcast_to, sum
 from tracegrad.primitives.indexing import gather, scatter_add
 from tracegrad.primitives.shape import pad
 from tracegrad.primitives.slicing import slice_static
@@ -421,66 +416,6 @@ nonzero_p = Primitive(
     **_NO_DERIVATIVE,
 )
 
-# -- nanmax, nanmin ---------------------------------------------------------------------------
-# NumPy's nanmax of an array is `np.fmax.reduce`: which of two tied zeros (0.0, -0.0) survives
-# is that C loop's choice, which no composition of max and where reproduces, hence primitives.
-# Ties share the derivative evenly, as `max`'s do.
-
-
-def _nan_chooser_weights(x, out, axis, keepdims):
-    """d out / d x as `max`'s: 1 / (number of ties) where x equals its slice's result, else 0.
-    A NaN never equals the result, so it gets 0; an all-NaN slice gets 0 everywhere (as JAX's
-    nanmax, whose NaNs are replaced by -inf behind a `where`)."""
-    hit = ew.astype(ew.equal(x, keep_axes(out, shape_of(x), axis, keepdims)), dtype_of(x))
-    count = sum(hit, axis, True)
-    return hit / bind(ew.maximum_p, count, np.ones((), dtype_of(count)))
-
-
-def _nan_chooser_jvp(primals, tangents, *, out, axis, keepdims):
-    (x,), (x_dot,) = primals, tangents
-    if x_dot is None or not carries_derivative(x):
-        return None
-    return sum(x_dot * _nan_chooser_weights(x, out, axis, keepdims), axis, keepdims)
-
-
-def _nan_chooser_vjp(x_bar, x, *, out, axis, keepdims):
-    if not carries_derivative(x):
-        return (None,)
-    weights = _nan_chooser_weights(x, out, axis, keepdims)
-    return (keep_axes(x_bar, shape_of(x), axis, keepdims) * weights,)
-
-
-def _nan_chooser(name: str, ufunc: np.ufunc):
-    def fn(x, axis, keepdims=False):
-        return bind(prim, x, axis=as_axes(axis), keepdims=bool(keepdims))
-
-    def shape(x: Aval, *, axis, keepdims):
-        check_axes(name, x, axis)
-        why = f"zero-size array to reduction operation {ufunc.__name__} which has no identity"
-        check_nonempty(name, x, axis, why)
-        return Aval(reduced_shape(x.shape, axis, keepdims), x.dtype)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"`np.{ufunc.__name__}.reduce` over the axes in `axis` (NumPy's {name})."
-    prim = Primitive(
-        name,
-        impl=lambda x, *, axis, keepdims: ufunc.reduce(x, axis=axis, keepdims=keepdims),
-        shape=shape,
-        jvp=_nan_chooser_jvp,
-        vjp=_nan_chooser_vjp,
-        batch=reduce_batch(fn),
-        emit=lambda x, *, axis, keepdims: (
-            f"np.{ufunc.__name__}.reduce({x}, axis={axis!r}, keepdims={keepdims!r})"
-        ),
-        vjp_reads=READS_ALL,
-        layout=Layout.KEEPS_C,
-    )
-    return prim, fn
-
-
-nanmax_p, nanmax = _nan_chooser("nanmax", np.fmax)
-nanmin_p, nanmin = _nan_chooser("nanmin", np.fmin)
-
 PRIMITIVES = (
     sort_p,
     argsort_p,
@@ -489,6 +424,4 @@ PRIMITIVES = (
     searchsorted_p,
     lexsort_p,
     nonzero_p,
-    nanmax_p,
-    nanmin_p,
 )

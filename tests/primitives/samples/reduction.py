@@ -1,6 +1,7 @@
 """SAMPLES rows for the reduction primitives.
 
-max/min draw distinct values on a grid (their derivative jumps at ties); prod and cumprod
+max/min and nanmax/nanmin draw distinct values on a grid (their derivative jumps at ties;
+nanmax/nanmin's NaN handling is tested in tests/numpy/test_nanfunctions.py); prod and cumprod
 keep |x| in [0.5, 1.5] (prod's zeros are tested against an analytic oracle in
 test_reduction.py; cumprod's derivative divides by x). Shapes include size-0 and size-1 axes
 wherever the primitive accepts them.
@@ -89,6 +90,8 @@ SAMPLES = {
     red.prod_p: Sample(_reduce(_away_from_zero)),
     red.max_p: Sample(_reduce(_distinct, nonempty=True)),
     red.min_p: Sample(_reduce(_distinct, nonempty=True)),
+    red.nanmax_p: Sample(_reduce(_distinct, nonempty=True)),
+    red.nanmin_p: Sample(_reduce(_distinct, nonempty=True)),
     red.argmax_p: Sample(_arg, fd=False),
     red.argmin_p: Sample(_arg, fd=False),
     red.all_p: Sample(_reduce(_with_zeros), fd=False),

@@ -1,9 +1,9 @@
 """SAMPLES rows for the sorting primitives.
 
-The differentiable ones (sort, partition, nanmax, nanmin) draw distinct values 0.25 apart,
-so no finite-difference step crosses a tie; the integer-valued ones (argsort, argpartition,
+The differentiable ones (sort, partition) draw distinct values 0.25 apart, so no
+finite-difference step crosses a tie; the integer-valued ones (argsort, argpartition,
 searchsorted, lexsort, nonzero) draw rounded values, so ties and zeros are common and their
-tie rules are exercised.
+tie rules are exercised. (nanmax and nanmin are reductions: samples/reduction.py.)
 """
 
 from __future__ import annotations
@@ -78,14 +78,6 @@ def _nonzero(data, dtype):
     return (x,), {"size": size, "fill_value": fill}
 
 
-def _nan_reduce(data, dtype):
-    shape = S.shapes(data)
-    ok = [i for i, d in enumerate(shape) if d > 0]
-    axis = tuple(ok[i] for i in S.axis_subset(data, len(ok)))
-    keepdims = data.draw(st.booleans(), label="keepdims")
-    return (_distinct(data, shape, dtype),), {"axis": axis, "keepdims": keepdims}
-
-
 SAMPLES = {
     so.sort_p: Sample(_sort(_distinct)),
     so.argsort_p: Sample(_sort(_tied), fd=False),
@@ -94,6 +86,4 @@ SAMPLES = {
     so.searchsorted_p: Sample(_searchsorted, fd=False),
     so.lexsort_p: Sample(_lexsort, fd=False),
     so.nonzero_p: Sample(_nonzero, fd=False),
-    so.nanmax_p: Sample(_nan_reduce),
-    so.nanmin_p: Sample(_nan_reduce),
 }
