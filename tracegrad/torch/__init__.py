@@ -31,3 +31,9 @@ __all__ = [
     *ops.__all__,
     *DTYPES,
 ]
+
+# torch.utils.data and torch.Generator (issue 25): the generator draws torch's CPU numbers
+from tracegrad.torch import utils  # noqa: E402
+from tracegrad.torch.generator import Generator, default_generator  # noqa: E402
+
+__all__ += ["Generator", "default_generator", "utils"]
