@@ -2,14 +2,16 @@
 
 Everything with PyTorch's semantics lives here: `Tensor` and `tensor`, the functions and
 factories (`torch.sum(x, dim)`, `cat`, `clamp`, `zeros`, `randn`, ...), `autograd`, `nn`,
-`optim`, grad modes, dtypes and `manual_seed`. Tensors record the same IR nodes the functional
+`optim` (with `optim.lr_scheduler`), `utils.data`, `Generator`, grad modes, dtypes and
+`manual_seed`. Tensors record the same IR nodes the functional
 API traces (DESIGN.md §6). The top-level `tracegrad` keeps the functional API (JAX's
 semantics) and a few aliases of the tensor entry points, so that `tg.sum` is never mistaken for
 NumPy's inside `tg.grad`.
 
 The parts, bottom up: `grad_mode`, `hooks`, `tensor` (the class), `graph` (the recorded nodes),
 `recording`, `engine` (the backward pass), `function` (custom `autograd.Function`), `ops`
-(PyTorch's functions), `methods` (the tensor methods built from them), `nn`, `optim`.
+(PyTorch's functions), `methods` (the tensor methods built from them), `nn`, `optim`,
+`generator` (torch's CPU random numbers), `utils.data`.
 """
 
 from tracegrad.torch import autograd, grad_mode, nn, ops, optim
