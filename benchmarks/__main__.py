@@ -31,6 +31,10 @@ BENCHMARKS = (
     "shim_chain",
     "chain_scaling",
     "memory",
+    "rnn_scan",
+    "mixture_likelihood",
+    "checkpoint_memory",
+    "diagnostics_overhead",
 )
 HERE = Path(__file__).resolve().parent
 

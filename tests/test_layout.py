@@ -128,7 +128,13 @@ UPWARD = {
     ("tracegrad.ir.graph", "__str__"): "tracegrad.ir.printing",
     ("tracegrad.ir.primitive", "bind"): "tracegrad.core",
     ("tracegrad.core", "_numpy_dispatch"): "tracegrad.numpy._dispatch",
-    ("tracegrad.torch.tensor", "__get__"): "tracegrad.torch.methods",
+    # the rules of the control-flow primitives run transforms on their sub-graphs (§7)
+    ("tracegrad.primitives.control", "_rules"): "tracegrad.transforms.control",
+    ("tracegrad.primitives.custom", "_rules"): "tracegrad.transforms.custom",
+    ("tracegrad.torch.tensor", "_implementation"): "tracegrad.torch.methods",
+    # scipy.special's ufuncs on traced values reach tracegrad.scipy, which builds on
+    # tracegrad.numpy, at call time (and SciPy's functions on traced values are named there)
+    ("tracegrad.numpy._dispatch", "_tsp"): "tracegrad.scipy",
 }
 
 
@@ -175,6 +181,9 @@ FUNCTIONAL = set(
     "Aval ConcretizationError EscapedTracerError Graph check_grads extend grad hessian ir "
     "jacfwd jacrev jit jvp linearize make_graph numpy stop_gradient testing torch tree "
     "value_and_grad vjp vmap".split()
+) | set(
+    "checkpoint checkpoint_name checkpoint_policies custom_jvp custom_root custom_vjp fixed_point "
+    "remat".split()
 )
 TENSOR_ALIASES = set(
     "tensor Tensor no_grad enable_grad set_grad_enabled inference_mode is_grad_enabled autograd "

@@ -10,6 +10,14 @@ its home, so it is never mistaken for NumPy's inside `tg.grad`.
 
 from tracegrad import extend, ir, numpy, testing, torch, tree
 from tracegrad.api import (
+    checkpoint,
+    checkpoint_name,
+    checkpoint_policies,
+    custom_derivatives,  # noqa: F401 - an attribute (SymbolicZero), as JAX's module
+    custom_jvp,
+    custom_root,
+    custom_vjp,
+    fixed_point,
     grad,
     hessian,
     jacfwd,
@@ -18,6 +26,7 @@ from tracegrad.api import (
     jvp,
     linearize,
     make_graph,
+    remat,
     stop_gradient,
     value_and_grad,
     vjp,
@@ -87,6 +96,15 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vmap",
+    # custom derivative rules and checkpointing (issue 19)
+    "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
+    "custom_jvp",
+    "custom_root",
+    "custom_vjp",
+    "fixed_point",
+    "remat",
 ]
 
 # The tensor entry points kept here, as aliases of tracegrad.torch's. So are the dtypes under
@@ -120,3 +138,26 @@ def __getattr__(name: str):
             f"tracegrad.torch; use {hint}"
         )
     raise AttributeError(f"module 'tracegrad' has no attribute {name!r}")
+
+
+# Structured control flow and the JAX conveniences that go with it (issue 18) are attributes:
+# `tg.cond`, `tg.scan`, ..., `tg.debug.print`, `tg.lax` (jax.lax's names). Not in __all__, like
+# the dtypes: `from tracegrad import *` must not replace the builtin `map`.
+from tracegrad import debug, lax  # noqa: E402, F401
+from tracegrad.api import (  # noqa: E402, F401
+    cond,
+    disable_jit,
+    eval_shape,
+    fori_loop,
+    map,  # noqa: A004
+    pure_callback,
+    scan,
+    switch,
+    while_loop,
+)
+
+# Provenance diagnostics (issue 27): `with tg.debug_nans():` / `tg.debug_infs()` (as JAX's), the
+# switches in `tg.config` (`debug_nans`, `debug_infs`, `provenance`; the submodule `config` is an
+# attribute once imported, as core imports it). Attributes, not in __all__, like tg.cond.
+# See docs/debugging.md.
+from tracegrad.diagnostics import debug_infs, debug_nans  # noqa: E402, F401

@@ -16,9 +16,13 @@ from contextvars import ContextVar
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from tracegrad import config
+from tracegrad.diagnostics import checks as _checks
+from tracegrad.diagnostics import provenance as _provenance
 from tracegrad.errors import (
     ConcretizationError,
     EscapedTracerError,
+    array_conversion_error,
     user_frame_location,
     user_frame_source,
 )
@@ -57,6 +61,8 @@ def bind_eager(prim: Primitive, args, params):
     for a in args:
         if isinstance(a, Boxed):
             return a._bind_eager(prim, args, params)
+    if config.debug_nans or config.debug_infs:  # tracegrad.diagnostics: check each result
+        return _checks.checked_impl(prim, args, params)
     return prim.impl(*args, **params)
 
 
@@ -229,6 +235,8 @@ class Trace:
                 vals_out = (_weak_value(out, out_avals[0]),)
             if self.keep_values:
                 self.values[node] = vals_out
+        if config.provenance or config.debug_nans or config.debug_infs:
+            _diagnose(node, vals, vals_out)
         return self._wrap(node, vals_out)
 
     def _check_constant_tensor(self, t, prim) -> None:
@@ -279,6 +287,13 @@ class Trace:
             stack.extend(e.node for e in n.inputs)
         nodes = with_consts([n for n in self.nodes if n in reach], outputs)
         return Graph(tuple(inputs), tuple(outputs), nodes, in_tree, out_tree, name)
+
+
+def _diagnose(node: Node, vals, vals_out) -> None:
+    """Debug mode (tracegrad.diagnostics): record `node`'s origin, check its values."""
+    _provenance.note(node)
+    if vals_out is not None and _checks.checking():
+        _checks.check_node(node, vals, vals_out)
 
 
 def _shape_rule(prim: Primitive, avals, params):
@@ -437,8 +452,8 @@ class Tracer(Boxed):
             raise ConcretizationError(
                 f"{what} needs a concrete value, but this {self.aval.str_short()} value is traced "
                 f"abstractly (under jit, vmap or make_graph), at {user_frame_source()}.\n"
-                "Mark the argument static with static_argnums, or express the choice as data with "
-                "tracegrad.numpy.where."
+                "Mark the argument static (static_argnums), use tracegrad.numpy.where, or tg.cond/"
+                "tg.switch for a branch and tg.fori_loop/tg.while_loop/tg.scan for a loop."
             )
         return self.val
 
@@ -538,13 +553,8 @@ class Tracer(Boxed):
         return memo[self.edge.node]
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(
-            f"tracegrad: cannot convert a traced {self.aval.str_short()} value to a NumPy array "
-            f"(np.asarray/np.array would silently drop its gradient), at {user_frame_location()}."
-            "\nBuild arrays of traced values with tracegrad.numpy.array or tracegrad.numpy.stack, "
-            "write into one with x.at[i].set(v), or take a constant on purpose with x.item() or "
-            "tg.stop_gradient(x)."
-        )
+        # a SciPy function that converts its argument is named with its tracegrad.scipy twin
+        raise array_conversion_error(self.aval, _numpy_dispatch().scipy_replacement())
 
     def _check_alive(self, what):
         if not self._trace.alive:

@@ -53,3 +53,15 @@ def user_frame_source() -> str:
     fname, line = frame.f_code.co_filename, frame.f_lineno
     text = linecache.getline(fname, line).strip()
     return f"{fname}:{line}" + (f" (`{text[:120]}`)" if text else "")
+
+
+def array_conversion_error(aval, instead: str = "") -> TypeError:
+    """The error of `np.asarray(tracer)`: converting would silently drop the derivative.
+    `instead` is a last line naming a replacement (a SciPy function's tracegrad.scipy twin)."""
+    return TypeError(
+        f"tracegrad: cannot convert a traced {aval.str_short()} value to a NumPy array "
+        f"(np.asarray/np.array would silently drop its gradient), at {user_frame_location()}."
+        "\nBuild arrays of traced values with tracegrad.numpy.array or tracegrad.numpy.stack, "
+        "write into one with x.at[i].set(v), or take a constant on purpose with x.item() or "
+        "tg.stop_gradient(x)." + (f"\n{instead}" if instead else "")
+    )

@@ -6,10 +6,12 @@ enclosing trace: that is how a graph traced at one level is re-traced by a trans
 
 from __future__ import annotations
 
-from tracegrad import tree
+from tracegrad import config, tree
 from tracegrad.core import Tracer, bind
+from tracegrad.diagnostics import provenance
 from tracegrad.ir.analysis import free_schedule
 from tracegrad.ir.graph import Graph, Node, const_p
+from tracegrad.primitives.control import keep_effect
 
 
 def eval_graph(graph: Graph, args, known: dict[Node, tuple] | None = None, keep_all: bool = False):
@@ -27,6 +29,7 @@ def eval_graph(graph: Graph, args, known: dict[Node, tuple] | None = None, keep_
     for e, a in zip(graph.inputs, args):
         env[e.node] = (a,)
     frees = free_schedule(graph) if not keep_all else [()] * len(graph.nodes)
+    diagnose = config.provenance or config.debug_nans or config.debug_infs
     for node, free in zip(graph.nodes, frees):
         prim = node.prim
         if known is not None and node in known:
@@ -35,7 +38,12 @@ def eval_graph(graph: Graph, args, known: dict[Node, tuple] | None = None, keep_
             env[node] = (node.params["value"],)
         else:
             vals = [env[e.node][e.index] if e.node in env else _unlisted(e) for e in node.inputs]
-            out = bind(prim, *vals, **node.params)
+            if diagnose:  # tracegrad.diagnostics: a re-bound node keeps its origin
+                out = provenance.rebind(bind, node, vals)
+            else:
+                out = bind(prim, *vals, **node.params)
+            if prim.effect:  # (a print re-run into an enclosing trace stays in its graph)
+                keep_effect(out)
             aval = node.out_avals[0]
             if (
                 not prim.multiple_results

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import importlib.util
 import inspect
 import json
 import re
@@ -1028,6 +1029,24 @@ def _sorting(x):
     )
 
 
+def _scipy_coverage():
+    """SciPy's special functions, when SciPy is installed: logsumexp (with signs), the
+    multivariate normal and, in its gradient, the pseudo-inverse."""
+    if importlib.util.find_spec("scipy") is None:
+        return []
+    import tracegrad.scipy as tsp
+
+    def lse(x):
+        special = tsp.special
+        return special.logsumexp(x, axis=1, keepdims=True), special.logsumexp(x, 0, x, True, True)
+
+    def mvn(x):
+        cov = np.eye(2) + x[:2, :2] @ x[:2, :2].T
+        return np.sum(tsp.stats.multivariate_normal.logpdf(x[:, :2], x[0, :2], cov))
+
+    return [(lse, (_X,)), (mvn, (_X,)), (tg.grad(mvn), (_X,))]
+
+
 COVERAGE = [
     (tg.grad(lambda x: np.sum(np.sinc(x))), (_X,)),
     (_reductions, (_X,)),
@@ -1049,7 +1068,31 @@ COVERAGE = [
     ),
     # calculus: correlate's mode (and interp, whose derivative reads searchsorted)
     (tg.grad(lambda x: np.sum(np.interp(x[1], x[0], np.correlate(x[0], x[1], "same")))), (_X,)),
+    # control flow: a scan and the reverse scan of its gradient, a while_loop, a switch
+    (tg.grad(lambda x: np.sum(tg.scan(lambda c, r: (np.sin(c) * r, c * r), x[0], x)[1])), (_X,)),
+    (lambda x: tg.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 1.5), (0, x)), (_X,)),
+    (lambda x: tg.switch(1, [np.sin, np.cos, lambda v: v * x[0]], x[1]), (_X,)),
+    *_scipy_coverage(),
+    # complex values (issue 14): complex constants, astype, abs and conj, in a real gradient
+    (
+        tg.grad(lambda x: np.sum(np.abs(x.astype(np.complex64) * (1 - 2j)) * np.conj(1j * x)).real),
+        (_X,),
+    ),
 ]
+# checkpointing (issue 19): a checkpoint saving a named value, and its backward node
+COVERAGE.append(
+    (
+        tg.grad(
+            lambda x: np.sum(
+                tg.checkpoint(
+                    lambda v: np.sin(tg.checkpoint_name(v * 2.0, "h")) * v,
+                    policy=tg.checkpoint_policies.save_only_these_names("h"),
+                )(x)
+            )
+        ),
+        (_X,),
+    )
+)
 COVERAGE_GRAPHS = [tg.make_graph(f)(*args) for f, args in COVERAGE]
 
 
@@ -1117,7 +1160,17 @@ BAD_PARAMS = {
     "fill_value": {"int": 0},
     "optimize": {"str": "greedy"},
     "mode": {"int": 3},
+    "body": {"int": 1},
+    "cond_graph": {"str": "lambda c: c < 3"},
+    "branches": {"tuple": []},
+    "n_consts": {"int": -1},
+    "n_carry": {"bool": True},
+    "n_cond_consts": {"float": 0.0},
+    "length": {"int": -3},
+    "trips": {"float": 2.0},
 }
+BAD_PARAMS["allow_singular"] = {"int": 1}  # tracegrad.primitives.special's
+BAD_PARAMS["n_saved"] = {"int": -1}  # checkpoint's (issue 19)
 
 
 def test_every_param_type_has_a_bad_value():

@@ -269,6 +269,20 @@ def test_result_type_of_a_traced_python_scalar_is_weak():
     assert tg.jit(f)(np.ones(2, np.float32), np.float64(2.0)).dtype == np.float64
 
 
+def test_a_comparison_of_python_scalars_combines_with_a_bool_array():
+    """A traced Python scalar's comparison is a weak bool; NumPy's dtype resolution takes no
+    Python `bool`, so a weak bool promotes as NumPy's bool (it was a TypeError)."""
+
+    def f(z):
+        return np.logical_and(z != 0, np.isfinite(z)), (z == 1) | np.isnan(z)
+
+    for z in (0.3 - 0.7j, 0.0, 2.0, np.nan):
+        want = f(z)
+        for got in (tg.jit(f)(z), tg.make_graph(f)(z)(z)):
+            assert [bool(g) for g in got] == [bool(w) for w in want]
+            assert [np.asarray(g).dtype for g in got] == [np.dtype(bool)] * 2
+
+
 # -- value-dependent sizes --------------------------------------------------------------------
 
 

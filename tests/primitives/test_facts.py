@@ -13,10 +13,11 @@ much fails here instead of corrupting a gradient, a simplification or a buffer.
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.primitives.samples import SAMPLES
@@ -182,5 +183,107 @@ def test_layouts_describe_the_memory_the_impl_returns(name, data, dtype):
             assert _c_contiguous(o), f"{name}: not C order from C-order inputs"
         if layout is Layout.RESHAPED and _c_contiguous(args[prim.view_of]):
             assert _c_contiguous(o), f"{name}: not C order from a C-order input"
+        if layout is Layout.SAME:
+            assert o is args[prim.view_of]
+
+
+# -- the same facts on complex values -------------------------------------------------------
+# A rule may read more on complex values (absolute's reads x and |x|), a layout may differ (the
+# real part of a complex array is a strided view), and a 0-d complex operator may round unlike
+# its ufunc: each fact is checked again on the complex draws of the rows that have them, with
+# fewer examples (one test per primitive checks all three reads facts).
+
+_COMPLEX_EXAMPLES = settings(max_examples=4)
+COMPLEX = sorted(p.name for p in ALL if p in SAMPLES and SAMPLES[p].takes_complex)
+
+
+def _draw_complex(name, data):
+    prim = BY_NAME[name]
+    args, params = SAMPLES[prim].draw_complex(data, np.complex128)
+    out = prim.impl(*args, **params)
+    outs = out if prim.multiple_results else (out,)
+    rng = np.random.default_rng(0)
+    cts = []
+    for o in outs:
+        o = np.asarray(o)
+        ct = rng.standard_normal(o.shape)
+        if o.dtype.kind == "c":
+            ct = ct + 1j * rng.standard_normal(o.shape)
+        cts.append(np.asarray(ct).astype(o.dtype))
+    return prim, args, params, out, tuple(cts) if prim.multiple_results else cts[0]
+
+
+@pytest.mark.parametrize("name", [n for n in COMPLEX if n in DIFFERENTIABLE])
+@_COMPLEX_EXAMPLES
+@given(data=st.data())
+def test_complex_rules_read_only_what_they_say(name, data):
+    prim, args, params, out, ct = _draw_complex(name, data)
+    real = call_vjp(prim, ct, *args, out=out, **params)
+
+    def stand_in(a, v):
+        # `v`, or its real part for a real array
+        return _other(a, v if np.asarray(a).dtype.kind == "c" else np.real(v))
+
+    def fill(a, v):
+        return stand_in(a, v) if np.asarray(a).dtype.kind in "fc" and not np.isscalar(a) else a
+
+    def outs_filled(v):
+        return tuple(stand_in(o, v) for o in out) if prim.multiple_results else stand_in(out, v)
+
+    with np.errstate(all="ignore"):
+        if not prim.vjp_reads:
+            zeros = [fill(a, 0) for a in args]
+            _same(real, call_vjp(prim, ct, *zeros, out=outs_filled(0), **params))
+        if "output" not in prim.vjp_reads:
+            _same(real, call_vjp(prim, ct, *args, out=outs_filled(7.25 - 1j), **params))
+        if "inputs" not in prim.vjp_reads:
+            others = [fill(a, 0.8125 + 0.5j) for a in args]
+            _same(real, call_vjp(prim, ct, *others, out=out, **params))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in ALL if p.operator and p.name in COMPLEX))
+@_COMPLEX_EXAMPLES
+@given(data=st.data(), dtype=st.sampled_from([np.complex64, np.complex128]))
+def test_complex_operators_give_the_impls_bits_on_0d_values(name, data, dtype):
+    prim = BY_NAME[name]
+    args, params = SAMPLES[prim].draw_complex(data, dtype)
+    scalars = [
+        np.asarray(a).reshape(-1)[0] if np.size(a) else np.asarray(a).dtype.type(1) for a in args
+    ]
+    want = prim.impl(*scalars, **params)
+    if len(scalars) == 1:
+        got = -scalars[0]
+    else:
+        got = _OPERATORS[prim.operator](*scalars)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(
+        np.asarray(got).reshape(1).view(np.uint8), np.asarray(want).reshape(1).view(np.uint8)
+    )
+
+
+@pytest.mark.parametrize("name", COMPLEX)
+@_COMPLEX_EXAMPLES
+@given(data=st.data(), dtype=st.sampled_from([np.complex64, np.complex128]))
+def test_complex_layouts_describe_the_memory_the_impl_returns(name, data, dtype):
+    prim = BY_NAME[name]
+    args, params = SAMPLES[prim].draw_complex(data, dtype)
+    with warnings.catch_warnings():  # NumPy's own (astype from complex to real)
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        outs = prim.results(prim.impl(*args, **params))
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    inputs_c = all(_c_contiguous(a) for a in arrays)
+    layout = prim.layout
+    for o in outs:
+        if not isinstance(o, np.ndarray) or o.size == 0:
+            continue
+        if layout.fresh:
+            assert not any(np.shares_memory(o, a) for a in arrays), f"{name}: not a new array"
+        if layout.view and isinstance(args[prim.view_of], np.ndarray) and args[prim.view_of].size:
+            copied = layout is Layout.RESHAPED and _c_contiguous(o)
+            assert np.shares_memory(o, args[prim.view_of]) or copied, f"{name}: not a view"
+        if layout in (Layout.C, Layout.CONTIGUOUS):
+            assert _c_contiguous(o), f"{name}: not C order"
+        if layout in (Layout.ELEMENTWISE, Layout.KEEPS_C) and inputs_c:
+            assert _c_contiguous(o), f"{name}: not C order from C-order inputs"
         if layout is Layout.SAME:
             assert o is args[prim.view_of]

@@ -348,6 +348,38 @@ def test_unsupported_arguments_raise_not_implemented():
         tg.make_graph(lambda a: np.matmul(a, a, dtype=F32))(x)
 
 
+C64, C128 = np.complex64, np.complex128
+COMPLEX_PAIRS = st.sampled_from([(C64, C64), (C128, C128), (F32, C64), (C128, F64), (C64, F64)])
+
+
+def _maybe_complex(data, shape, dtype):
+    x = S.array(data, shape, np.float64 if np.dtype(dtype).kind == "c" else dtype)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * S.array(data, shape)
+    return x.astype(dtype)
+
+
+@given(data=st.data(), dtypes=COMPLEX_PAIRS)
+def test_complex_products_match_numpy(data, dtypes):
+    """Complex and mixed real/complex operands: NumPy's bits, vdot conjugating its first."""
+    k = data.draw(st.integers(0, 4))
+    sa = S.shapes(data, max_dims=2) + (k,)
+    sb = S.shapes(data, max_dims=2) + (k,)
+    x, y = _maybe_complex(data, sa, dtypes[0]), _maybe_complex(data, sb, dtypes[1])
+    assert_traced_equal(lambda a, b: np.inner(a, b), x, y, prim="dot")
+    assert_traced_equal(lambda a, b: np.outer(a, b), x, y, prim="multiply")
+    assert_traced_equal(lambda a, b: np.kron(a, b), x, y, prim="multiply")
+    flat = _maybe_complex(data, (x.size,), dtypes[1])
+    assert_traced_equal(lambda a, b: np.vdot(a, b), x, flat, prim="dot")
+    assert_traced_equal(lambda a, b: np.vdot(a.T, b), x, flat)
+    assert_traced_equal(lambda a, b: np.vdot(b, a), x, flat)
+    xm, ym = (_maybe_complex(data, s, d) for s, d in zip(matmul_shapes(data), dtypes))
+    assert_traced_equal(lambda a, b: a @ b, xm, ym, prim="matmul")
+    subscripts, shapes = einsum_case(data)
+    ops = [_maybe_complex(data, s, dtypes[i % 2]) for i, s in enumerate(shapes)]
+    assert_traced_equal(lambda *o: np.einsum(subscripts, *o), *ops)
+
+
 def test_inner_and_vdot_errors():
     with pytest.raises(
         ValueError,

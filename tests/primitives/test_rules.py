@@ -6,14 +6,20 @@ order, through nested `grad`); the jvp agrees with finite differences and is the
 the vjp (<u, J v> == <J^T u, v>, no Jacobian needed), in float32 and float64, also with
 Python ints, NumPy integer scalars and integer arrays as operands. Non-differentiable
 primitives must give no cotangent. A primitive without a row fails
-`test_every_primitive_has_a_sample`.
+`test_every_primitive_has_a_sample`. Rows that take complex inputs (`Sample.complex`) are
+checked again in complex64 and complex128, with a real operand mixed in where NumPy promotes
+one: shape rule and bits, the jvp against finite differences along real and imaginary
+directions, and the vjp as its transpose under JAX's pairing Re(sum(a * b)).
 """
 
 from __future__ import annotations
 
+import functools
+import warnings
+
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tracegrad as tg
@@ -83,14 +89,20 @@ def _partial(prim, params, args, pos):
 
 
 def _inner(prim, outs, us):
+    """<u, f(x)>, real: Re(sum(o * u)) for a complex output of real inputs (`complex`)."""
     total = 0.0
     for o, u in zip(_outs(prim, outs), us):
-        total = total + tg.numpy.sum(o * u)
+        term = tg.numpy.sum(o * u)
+        total = total + (tg.numpy.real(term) if np.dtype(term.dtype).kind == "c" else term)
     return total
 
 
 def _random_like(rng, x):
-    return rng.standard_normal(np.shape(x)).astype(np.asarray(x).dtype)
+    """A random direction like `x` (with both parts for a complex `x`)."""
+    v = rng.standard_normal(np.shape(x))
+    if np.iscomplexobj(x):
+        v = v + 1j * rng.standard_normal(np.shape(x))
+    return v.astype(np.asarray(x).dtype)
 
 
 def _scale(*arrays):
@@ -192,8 +204,8 @@ def _check_jvp(prim, args, params, seed, dtype):
     us = [_random_like(rng, o) for o in _outs(prim, out)]
     _, vjp_fn = tg.vjp(f, *xs)
     bars = vjp_fn(tuple(us) if prim.multiple_results else us[0])
-    lhs = sum(float(np.sum(u * t)) for u, t in zip(us, _outs(prim, t_out)))
-    rhs = sum(float(np.sum(b * v)) for b, v in zip(bars, vs))
+    lhs = sum(_pair(u, t) for u, t in zip(us, _outs(prim, t_out)))
+    rhs = sum(_pair(b, v) for b, v in zip(bars, vs))
     assert abs(lhs - rhs) <= tol * _scale(lhs, rhs), f"{prim}: <u, J v> = {lhs}, <J^T u, v> = {rhs}"
 
 
@@ -300,6 +312,10 @@ def test_batching_rule_matches_a_loop(prim, data, dtype, seed):
     """The rule applied to stacked examples equals the primitive applied to each, for a random
     subset of batched arguments, each batched along a random axis position."""
     args, params = SAMPLES[prim].draw(data, dtype)
+    _check_batching(prim, data, args, params, seed)
+
+
+def _check_batching(prim, data, args, params, seed, exact=True):
     n = len(args)
     batched = data.draw(st.sets(st.integers(0, n - 1), min_size=1), label="batched args")
     size = data.draw(st.integers(1, 3), label="batch size")
@@ -318,7 +334,7 @@ def test_batching_rule_matches_a_loop(prim, data, dtype, seed):
     out, out_dim = prim.batch(stacked, dims, **params)
     outs = _outs(prim, out)
     out_dims = tuple(out_dim) if prim.multiple_results else (out_dim,)
-    exact = prim.name not in INEXACT_BATCHING
+    exact = exact and prim.name not in INEXACT_BATCHING
     for k, (o, d) in enumerate(zip(outs, out_dims)):
         want = np.stack([e[k] for e in expected])
         got = np.moveaxis(np.asarray(o), d, 0) if d is not None else np.broadcast_to(o, want.shape)
@@ -329,9 +345,167 @@ def test_batching_rule_matches_a_loop(prim, data, dtype, seed):
         else:
             # batched BLAS and reductions may sum in another order
             scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))
-            tol = 1e-12 if want.dtype == np.float64 else 1e-5
+            tol = 1e-12 if want.dtype in (np.float64, np.complex128) else 1e-5
             np.testing.assert_allclose(got, want, rtol=0, atol=tol * scale * 10)
 
 
 # Primitives whose batched form may sum in another order than a loop (reductions, products).
 INEXACT_BATCHING = {"sum", "prod", "cumsum", "cumprod", "matmul", "dot", "tensordot", "einsum"}
+
+
+# -- complex inputs ---------------------------------------------------------------------------
+# For complex64 and complex128, every row that draws complex inputs (`Sample.complex`): the
+# shape rule and traced bits as above; the jvp against central finite differences along a real
+# and along an imaginary direction (together they pin the whole real-linear map, holomorphic or
+# not); and the vjp as the jvp's transpose under JAX's pairing <a, b> = Re(sum(a * b)), no
+# conjugation: with the jvp fixed by finite differences, this is exactly JAX's convention. No
+# ComplexWarning may be raised on the way (a real operand takes the real part of its cotangent).
+
+COMPLEX = [p for p in ALL if p in SAMPLES and SAMPLES[p].takes_complex]
+# differentiable on complex values: `imag`, whose real row is a constant zero, is among them
+COMPLEX_DIFFERENTIABLE = [p for p in COMPLEX if p.differentiable]
+COMPLEX_DTYPES = st.sampled_from([np.complex64, np.complex128])
+_COMPLEX_EXAMPLES = settings(max_examples=8)
+
+
+def _pair(a, b) -> float:
+    """JAX's real pairing of a cotangent and a tangent: Re(sum(a * b)), no conjugation."""
+    return float(np.real(np.sum(np.asarray(a, np.complex128) * np.asarray(b, np.complex128))))
+
+
+def _direction(rng, x, imaginary: bool):
+    """A random direction like `x`: real, or `1j` times a real one for a complex `x`."""
+    v = rng.standard_normal(np.shape(x))
+    if imaginary and np.iscomplexobj(x):
+        v = 1j * v
+    return v.astype(np.asarray(x).dtype)
+
+
+def _fd_complex(prim, params, args, pos, vs, eps):
+    """Central differences along `vs` (on the float/complex arguments at `pos`), with those
+    arguments widened to float64/complex128 so the step is not lost to rounding."""
+
+    def at(t):
+        moved = list(args)
+        for i, v in zip(pos, vs):
+            a = np.asarray(args[i])
+            wide = np.complex128 if a.dtype.kind == "c" else np.float64
+            moved[i] = a.astype(wide) + t * np.asarray(v, wide)
+        with warnings.catch_warnings():  # NumPy's own (astype from complex to real)
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            return _outs(prim, bind(prim, *moved, **params))
+
+    return [(np.asarray(p) - np.asarray(m)) / (2 * eps) for p, m in zip(at(eps), at(-eps))]
+
+
+def _complex_warnings(call):
+    """`call()`'s result and the number of ComplexWarnings it raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call()
+    return result, sum(issubclass(w.category, np.exceptions.ComplexWarning) for w in caught)
+
+
+def _check_complex(prim, args, params, seed, dtype):
+    rng = np.random.default_rng(seed)
+    pos = _float_positions(args)
+    f = _partial(prim, params, args, pos)
+    xs = [args[i] for i in pos]
+    # NumPy's own forward may warn (astype from complex to real); the derivatives may not
+    _, forward_warnings = _complex_warnings(lambda: f(*xs))
+
+    def quiet(call):
+        result, n = _complex_warnings(call)
+        assert n <= forward_warnings, f"{prim}: a derivative raised a ComplexWarning"
+        return result
+
+    single = np.dtype(dtype) == np.complex64
+    tol = 2e-3 if single else SAMPLES[prim].tol
+    eps = 1e-3 if single else 1e-6
+    for imaginary in (False, True):
+        vs = [_direction(rng, x, imaginary) for x in xs]
+        out, t_out = quiet(functools.partial(tg.jvp, f, tuple(xs), tuple(vs)))
+        fd = _fd_complex(prim, params, args, pos, vs, eps)
+        for o, t, want in zip(_outs(prim, out), _outs(prim, t_out), fd):
+            assert np.shape(t) == np.shape(o), (prim, np.shape(t), np.shape(o))
+            assert np.asarray(t).dtype == np.asarray(o).dtype, (prim, np.asarray(t).dtype)
+            scale = _scale(want, t)
+            np.testing.assert_allclose(
+                t, want, rtol=0, atol=tol * scale, err_msg=f"{prim}, imaginary={imaginary}"
+            )
+    # the adjoint identity along a direction with both parts
+    vs = [_direction(rng, x, False) + _direction(rng, x, True) for x in xs]
+    out, t_out = quiet(lambda: tg.jvp(f, tuple(xs), tuple(vs)))
+    us = [_direction(rng, o, False) + _direction(rng, o, True) for o in _outs(prim, out)]
+    _, vjp_fn = quiet(lambda: tg.vjp(f, *xs))
+    bars = quiet(lambda: vjp_fn(tuple(us) if prim.multiple_results else us[0]))
+    for b, x in zip(bars, xs):
+        assert np.asarray(b).dtype == np.asarray(x).dtype, (prim, np.asarray(b).dtype)
+    lhs = sum(_pair(u, t) for u, t in zip(us, _outs(prim, t_out)))
+    rhs = sum(_pair(b, v) for b, v in zip(bars, vs))
+    assert abs(lhs - rhs) <= tol * _scale(lhs, rhs), f"{prim}: <u, J v> = {lhs}, <J^T u, v> = {rhs}"
+
+
+@pytest.mark.parametrize("prim", COMPLEX, ids=str)
+@_COMPLEX_EXAMPLES
+@given(data=st.data(), dtype=COMPLEX_DTYPES)
+def test_complex_shape_rule_and_tracing_match_impl(prim, data, dtype):
+    args, params = SAMPLES[prim].draw_complex(data, dtype)
+    with warnings.catch_warnings():  # NumPy's own (astype from complex to real)
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        out = bind(prim, *args, **params)
+    values = list(args) + list(_outs(prim, out))
+    assert any(np.iscomplexobj(v) for v in values), f"{prim}: the complex draw drew no complex"
+    expected = prim.shape(*[aval_of(a) for a in args], **params)
+    expected = tuple(expected) if prim.multiple_results else (expected,)
+    for o, a in zip(_outs(prim, out), expected):
+        assert np.shape(o) == a.shape, (prim, np.shape(o), a)
+        assert np.asarray(o).dtype == a.dtype, (prim, np.asarray(o).dtype, a)
+    graph = tg.make_graph(_apply(prim, params))(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        traced = graph(*args)
+    for o, t in zip(_outs(prim, out), _outs(prim, traced)):
+        np.testing.assert_array_equal(t, o, strict=True)
+
+
+@pytest.mark.parametrize("prim", COMPLEX_DIFFERENTIABLE, ids=str)
+@_COMPLEX_EXAMPLES
+@given(data=st.data(), dtype=COMPLEX_DTYPES, seed=st.integers(0, 2**32 - 1))
+def test_complex_jvp_matches_finite_differences_and_the_vjp(prim, data, dtype, seed):
+    args, params = SAMPLES[prim].draw_complex(data, dtype)
+    _check_complex(prim, args, params, seed, dtype)
+
+
+@pytest.mark.parametrize("prim", [p for p in COMPLEX_DIFFERENTIABLE if SAMPLES[p].mixed], ids=str)
+@_COMPLEX_EXAMPLES
+@given(data=st.data(), dtype=COMPLEX_DTYPES, seed=st.integers(0, 2**32 - 1))
+def test_complex_with_a_real_operand(prim, data, dtype, seed):
+    """One operand real, promoted by NumPy: its cotangent is the real part of the complex one
+    (JAX's convention), of its own dtype, with no ComplexWarning."""
+    args, params = SAMPLES[prim].draw_complex(data, dtype, mixed=True)
+    _check_complex(prim, args, params, seed, dtype)
+
+
+@pytest.mark.parametrize("prim", [p for p in COMPLEX if not p.differentiable], ids=str)
+@_COMPLEX_EXAMPLES
+@given(data=st.data(), dtype=COMPLEX_DTYPES)
+def test_complex_non_differentiable_primitives_give_no_cotangent(prim, data, dtype):
+    args, params = SAMPLES[prim].draw_complex(data, dtype)
+    out = bind(prim, *args, **params)
+    ct = tuple(np.ones(np.shape(o), np.asarray(o).dtype) for o in _outs(prim, out))
+    bars = call_vjp(prim, ct if prim.multiple_results else ct[0], *args, out=out, **params)
+    assert all(b is None for b in bars)
+
+
+@pytest.mark.parametrize("prim", COMPLEX, ids=str)
+@_COMPLEX_EXAMPLES
+@given(data=st.data(), dtype=COMPLEX_DTYPES, seed=st.integers(0, 2**32 - 1))
+def test_complex_batching_rule_matches_a_loop(prim, data, dtype, seed):
+    """The batching rule on complex inputs keeps their dtype and both parts. To the last bits
+    only: the loop's 0-d results are NumPy scalars, whose complex arithmetic rounds unlike the
+    ufuncs' loops (tests/complex/test_programs.py::test_known_issue_scalar_complex_products)."""
+    args, params = SAMPLES[prim].draw_complex(data, dtype)
+    with warnings.catch_warnings():  # NumPy's own (astype from complex to real)
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        _check_batching(prim, data, args, params, seed, exact=False)

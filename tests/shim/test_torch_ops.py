@@ -976,9 +976,36 @@ _ELSEWHERE = {
     "is_tensor",
     "numel",
     "result_type",
+    # complex numbers: tests/shim/test_complex.py
+    "real",
+    "imag",
+    "conj",
+    "conj_physical",
+    "resolve_conj",
+    "is_conj",
+    "is_complex",
+    "angle",
+    "sgn",
+    "view_as_real",
+    "view_as_complex",
+    "complex",
+    "polar",
 }
-# cuda: test_cuda_is_refused_clearly; backward: every gradient above; _bind_eager: internal
-_METHODS_ELSEWHERE = {"normal_", "uniform_", "cuda", "backward", "_bind_eager"}
+# cuda: test_cuda_is_refused_clearly; backward: every gradient above; _bind_eager: internal;
+# the complex methods: tests/shim/test_complex.py
+_METHODS_ELSEWHERE = {"normal_", "uniform_", "cuda", "backward", "_bind_eager"} | {
+    "real",
+    "imag",
+    "conj",
+    "conj_physical",
+    "resolve_conj",
+    "is_conj",
+    "is_complex",
+    "angle",
+    "sgn",
+    "cfloat",
+    "cdouble",
+}
 
 
 def test_cuda_is_refused_clearly():

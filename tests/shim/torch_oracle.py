@@ -43,11 +43,16 @@ _TENSOR_TYPES = {
 }
 
 
+#: dtypes as PyTorch writes them in messages (`torch.complex64`), NumPy's names without `torch.`
+_DTYPE_NAMES = sorted(set(_TENSOR_TYPES.values()) - {"bfloat16"}, key=len, reverse=True)
+
+
 def normalize_torch_message(msg: str, *, scalar_names: bool = False) -> str:
     """The first line of a PyTorch message in tracegrad's terms.
 
     `torch.Size([2, 3])` becomes `(2, 3)` (`torch.Size([3])` -> `(3,)`, `torch.Size([])` -> `()`)
-    and tensor type names become NumPy dtype names (`torch.FloatTensor` -> `float32`); the
+    and tensor type and dtype names become NumPy dtype names (`torch.FloatTensor` ->
+    `float32`, `torch.complex64` -> `complex64`, `CPUComplexDoubleType` -> `complex128`); the
     C++ provenance suffix of warnings (` (Triggered internally at ...)`) goes. With
     `scalar_names`, bare scalar type names too (`expected scalar type Float` -> `float32`).
     """
@@ -63,6 +68,10 @@ def normalize_torch_message(msg: str, *, scalar_names: bool = False) -> str:
         r"torch\.(\w+?)Tensor\b",
         lambda m: _TENSOR_TYPES.get(m.group(1), m.group(0)),
         line,
+    )
+    line = re.sub(r"\btorch\.(" + "|".join(_DTYPE_NAMES) + r")\b", r"\1", line)
+    line = re.sub(  # c10's names of CPU tensor types (`CPUComplexDoubleType`)
+        r"\bCPU(\w+?)Type\b", lambda m: _TENSOR_TYPES.get(m.group(1), m.group(0)), line
     )
     if scalar_names:
         names = "|".join(_TENSOR_TYPES)
@@ -148,7 +157,7 @@ class Outcome:
 
 def _plain(x, is_torch: bool):
     if isinstance(x, tracegrad.torch.Tensor) or (is_torch and isinstance(x, torch.Tensor)):
-        arr = np.array(x.detach().numpy(), copy=True)
+        arr = np.array(x.detach().resolve_conj().numpy(), copy=True)  # (a lazy conj: values)
         dtype = str(x.dtype).removeprefix("torch.") if is_torch else x.dtype.name
         return TensorValue(arr, dtype, bool(x.requires_grad), bool(x.is_leaf))
     if isinstance(x, Raised):
@@ -157,7 +166,7 @@ def _plain(x, is_torch: bool):
         return tuple(_plain(v, is_torch) for v in x)
     if isinstance(x, dict):
         return {k: _plain(v, is_torch) for k, v in x.items()}
-    if x is None or isinstance(x, bool | int | float | str | np.ndarray | np.generic):
+    if x is None or isinstance(x, bool | int | float | complex | str | np.ndarray | np.generic):
         return x
     if is_torch and isinstance(x, torch.dtype):
         return str(x).removeprefix("torch.")
@@ -207,8 +216,10 @@ def assert_same(ours, theirs, rtol: float, atol: float, path: str = "result") ->
         assert isinstance(ours, dict) and ours.keys() == theirs.keys(), f"{path}: keys differ"
         for k in theirs:
             assert_same(ours[k], theirs[k], rtol, atol, f"{path}[{k!r}]")
-    elif isinstance(theirs, float) and not isinstance(ours, bool):
-        assert isinstance(ours, float | int), f"{path}: tracegrad {ours!r} but torch {theirs!r}"
+    elif isinstance(theirs, float | complex) and not isinstance(ours, bool):
+        assert isinstance(ours, float | int | complex), (
+            f"{path}: tracegrad {ours!r} but torch {theirs!r}"
+        )
         assert np.isclose(ours, theirs, rtol=rtol, atol=atol), f"{path}: {ours} vs {theirs}"
     else:
         assert ours == theirs, f"{path}: tracegrad {ours!r} but torch {theirs!r}"
@@ -292,5 +303,5 @@ def libraries() -> list:
 
 
 def values(t) -> np.ndarray:
-    """A tensor's values as a NumPy array (either library's tensor)."""
-    return t.detach().numpy()
+    """A tensor's values as a NumPy array (either library's tensor; a conjugate resolved)."""
+    return t.detach().resolve_conj().numpy()

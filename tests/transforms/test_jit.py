@@ -293,3 +293,23 @@ def test_static_argnames_must_name_parameters_as_in_jax():
     assert_bitwise_equal(
         tg.jit(lambda x, **kw: x * kw["k"], static_argnames="k")(np.ones(2), k=3), np.full(2, 3.0)
     )
+
+
+def test_transforms_of_a_jitted_function_compose_with_jit():
+    """jit(grad(jit(f))) is the gradient: the wrappers take f's name and docstring, never its
+    `__dict__` (a Jitted keeps its function and cache there; copying them onto the outer jit
+    made it run f itself)."""
+
+    def f(x):
+        """f's docstring."""
+        return np.sin(x) * x
+
+    inner = tg.jit(f)
+    want = np.cos(0.5) * 0.5 + np.sin(0.5)
+    for t in (tg.grad, tg.jacfwd, tg.jacrev, lambda g: tg.value_and_grad(g)):
+        outer = tg.jit(t(inner))
+        got = outer(0.5)
+        got = got[1] if isinstance(got, tuple) else got
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+        assert outer.__name__ == "f" and outer.__doc__ == "f's docstring."
+    np.testing.assert_array_equal(tg.jit(tg.vmap(inner))(np.full(2, 0.5)), f(np.full(2, 0.5)))

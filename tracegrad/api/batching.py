@@ -85,7 +85,7 @@ def vmap(
     ):
         raise TypeError(f"vmap({fname}): axis_size must be a non-negative int, got {axis_size!r}")
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not f.__dict__: a Jitted keeps its state there
     def vmapped(*args, **kwargs):
         flat, in_tree = tree.flatten((tuple(args), dict(kwargs)))
         axes = _in_axes(in_axes, args, fname) + [0] * len(tree.leaves(dict(kwargs)))

@@ -165,17 +165,63 @@ def _copied(v):
     return v.copy() if isinstance(v, np.ndarray) else v
 
 
-def check_float_inputs(args: tuple, argnums: tuple[int, ...], fname: str, api: str) -> None:
+def check_float_inputs(
+    args: tuple, argnums: tuple[int, ...], fname: str, api: str, holomorphic: bool = False
+) -> None:
+    """The differentiated inputs are floats or complex; with `holomorphic`, complex (JAX's
+    check and message); `jacfwd` also refuses complex inputs without it (as JAX: its basis
+    would push only real directions)."""
     for i in argnums:
         leaves, paths = leaves_with_paths(args[i])
         for x, path in zip(leaves, paths):
             aval = x.aval if isinstance(x, Tracer) else aval_of(x)
+            if holomorphic and aval.dtype.kind != "c":
+                raise TypeError(
+                    f"{api} with holomorphic=True requires inputs with complex dtype, but got "
+                    f"{aval.dtype.name}."
+                )
             if not is_float(aval.dtype):
                 raise TypeError(
                     f"{api}({fname}) requires float inputs, but argument {i}{path} has dtype "
                     f"{aval.dtype.name}. Differentiate with respect to float arguments only "
                     "(convert with .astype(float), or leave this argument out of argnums)."
                 )
+            if api == "jacfwd" and not holomorphic and aval.dtype.kind == "c":
+                raise TypeError(
+                    "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                    f"np.floating), but got {aval.dtype.name}. For holomorphic "
+                    "differentiation, pass holomorphic=True. For differentiation of "
+                    "non-holomorphic functions involving complex inputs or integer inputs, use "
+                    "tracegrad.jvp directly."
+                )
+
+
+def check_output_dtype(dtype, api: str, holomorphic: bool) -> None:
+    """JAX's check of a differentiated output's dtype in reverse mode (`grad`, `jacrev`): real
+    unless `holomorphic`, then complex. A complex output's cotangent seeds would push only its
+    real part back, which is not the derivative of a complex function."""
+    dtype = np.dtype(dtype)
+    if holomorphic:
+        if dtype.kind != "c":
+            raise TypeError(
+                f"{api} with holomorphic=True requires outputs with complex dtype, but got "
+                f"{dtype.name}."
+            )
+        return
+    if dtype.kind == "f":
+        return
+    if dtype.kind == "c":
+        raise TypeError(
+            f"{api} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dtype.name}. For holomorphic differentiation, pass "
+            "holomorphic=True. For differentiation of non-holomorphic functions involving "
+            "complex outputs, use tracegrad.vjp directly."
+        )
+    raise TypeError(
+        f"{api} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+        f"but got {dtype.name}. For differentiation of functions with integer outputs, use "
+        "tracegrad.vjp directly."
+    )
 
 
 def leaves_with_paths(value) -> tuple[list, list[str]]:
@@ -265,7 +311,7 @@ def to_output(v, like):
         return (
             np.zeros(aval.shape, aval.strengthen().dtype)
             if aval.shape or not aval.weak_type
-            else np.float64(0.0)
+            else aval.dtype.type(0)  # np.float64(0.0), or np.complex128(0j) for a complex
         )
     arr = np.asarray(v, dtype=aval.dtype)
     return arr if aval.shape or isinstance(like, np.ndarray) else arr[()]

@@ -44,6 +44,12 @@ def _check_tangents(fname, api, flat_p, p_tree, flat_t, t_tree):
                 f"{api}({fname}): the tangent of leaf {i} has shape {ta.shape}, but its primal "
                 f"has shape {pa.shape}; they must be equal"
             )
+        if pa.dtype.kind != "c" and ta.dtype.kind == "c":
+            raise TypeError(
+                f"{api}({fname}): the tangent of leaf {i} has dtype {ta.dtype.name}, but its "
+                f"primal has dtype {pa.dtype.name}; a real primal takes a real tangent (as in "
+                "JAX; a cast would drop the imaginary part)"
+            )
         if is_float(pa.dtype) and not pa.weak_type and not ta.weak_type and pa.dtype != ta.dtype:
             raise TypeError(
                 f"{api}({fname}): the tangent of leaf {i} has dtype {ta.dtype.name}, but its "

@@ -16,7 +16,13 @@ import numpy as np
 import tracegrad.numpy as tnp
 from tracegrad import tree
 from tracegrad.api.batching import vmap
-from tracegrad.api.common import argnums_tuple, check_float_inputs, name_of, per_argnum
+from tracegrad.api.common import (
+    argnums_tuple,
+    check_float_inputs,
+    check_output_dtype,
+    name_of,
+    per_argnum,
+)
 from tracegrad.api.forward import jvp
 from tracegrad.api.reverse import vjp
 from tracegrad.core import Tracer
@@ -60,12 +66,12 @@ def _partial(f, args, kwargs, nums):
     return g
 
 
-def _prepare(f, args, kwargs, argnums, fname: str, api: str):
+def _prepare(f, args, kwargs, argnums, fname: str, api: str, holomorphic: bool):
     """(differentiated args, f of those only, their tree, their avals, and `lay_out`, which
     puts per-argument blocks in argnums' order), checked. A repeated argnum is differentiated
     once (see `per_argnum`)."""
     nums = argnums_tuple(argnums, len(args), fname, api)
-    check_float_inputs(args, nums, fname, api)
+    check_float_inputs(args, nums, fname, api, holomorphic)
     unique = tuple(dict.fromkeys(nums))
     diff = tuple(args[i] for i in unique)
     in_flat, in_tree = tree.flatten(diff)
@@ -76,30 +82,46 @@ def _prepare(f, args, kwargs, argnums, fname: str, api: str):
     return diff, _partial(f, args, kwargs, unique), in_tree, [_aval(x) for x in in_flat], lay_out
 
 
-def _check_float_outputs(out_flat, fname, api):
+def _check_float_outputs(out_flat, fname, api, holomorphic):
     for k, o in enumerate(out_flat):
-        if not is_float(_aval(o).dtype):
+        dtype = _aval(o).dtype
+        if api == "jacrev":  # JAX's reverse-mode check: real outputs, complex if holomorphic
+            check_output_dtype(dtype, api, holomorphic)
+        elif holomorphic and dtype.kind != "c":
+            raise TypeError(
+                f"{api} with holomorphic=True requires outputs with complex dtype, but got "
+                f"{dtype.name}."
+            )
+        if not is_float(dtype):
             raise TypeError(
                 f"{api}({fname}) requires float outputs, but output leaf {k} has dtype "
                 f"{_aval(o).dtype.name}"
             )
 
 
-def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def jacrev(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable:
     """The Jacobian of `f` by reverse mode: one `vjp`, pulled back over all output basis
     vectors at once with `vmap`. Each block has shape `out.shape + in.shape`; the result
-    nests the inputs' structure inside the outputs' (as `jax.jacrev`)."""
+    nests the inputs' structure inside the outputs' (as `jax.jacrev`). Outputs must be real
+    unless `holomorphic` (complex inputs and outputs; the blocks are then f'(z))."""
     fname = name_of(f)
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not f.__dict__: a Jitted keeps its state there
     def jac(*args, **kwargs):
-        diff, g, in_tree, in_avals, lay_out = _prepare(f, args, kwargs, argnums, fname, "jacrev")
+        diff, g, in_tree, in_avals, lay_out = _prepare(
+            f, args, kwargs, argnums, fname, "jacrev", holomorphic
+        )
         if has_aux:
             out, vjp_fn, aux = vjp(g, *diff, has_aux=True)
         else:
             out, vjp_fn = vjp(g, *diff)
         out_flat, out_tree = tree.flatten(out)
-        _check_float_outputs(out_flat, fname, "jacrev")
+        _check_float_outputs(out_flat, fname, "jacrev", holomorphic)
         out_avals = [_aval(o) for o in out_flat]
         rows = vmap(lambda *ct: vjp_fn(tree.unflatten(out_tree, ct)))(*_basis(out_avals))
         rows_flat = tree.leaves(rows)  # one (n_out_total,) + in.shape array per input leaf
@@ -117,14 +139,22 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     return jac
 
 
-def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def jacfwd(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable:
     """The Jacobian of `f` by forward mode: `jvp` pushed over all input basis vectors at once
-    with `vmap`. Blocks have shape `out.shape + in.shape`, nested as in `jacrev`."""
+    with `vmap`. Blocks have shape `out.shape + in.shape`, nested as in `jacrev`. Inputs must
+    be real unless `holomorphic` (complex inputs and outputs; the blocks are then f'(z))."""
     fname = name_of(f)
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not f.__dict__: a Jitted keeps its state there
     def jac(*args, **kwargs):
-        diff, g, in_tree, in_avals, lay_out = _prepare(f, args, kwargs, argnums, fname, "jacfwd")
+        diff, g, in_tree, in_avals, lay_out = _prepare(
+            f, args, kwargs, argnums, fname, "jacfwd", holomorphic
+        )
 
         def push(*t):
             tangents = tree.unflatten(in_tree, t)
@@ -138,7 +168,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
         pushed = vmap(push, out_axes=(0, None) if has_aux else 0)(*_basis(in_avals))
         cols, aux = pushed if has_aux else (pushed, None)
         cols_flat, out_tree = tree.flatten(cols)  # one (n_in_total,) + out.shape per output
-        _check_float_outputs(cols_flat, fname, "jacfwd")
+        _check_float_outputs(cols_flat, fname, "jacfwd", holomorphic)
         blocks = []
         for c in cols_flat:
             out_shape = _aval(c).shape[1:]
@@ -155,6 +185,14 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     return jac
 
 
-def hessian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """The Hessian of a scalar `f`: `jacfwd(jacrev(f))`, forward-over-reverse."""
-    return jacfwd(jacrev(f, argnums, has_aux), argnums, has_aux)
+def hessian(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable:
+    """The Hessian of a scalar `f`: `jacfwd(jacrev(f))`, forward-over-reverse (`holomorphic`
+    passed to both, as `jax.hessian`)."""
+    return jacfwd(
+        jacrev(f, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic=holomorphic
+    )

@@ -15,16 +15,18 @@ enclosing trace instead of running it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import warnings
 from collections import namedtuple
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 
 import numpy as np
 
-from tracegrad import tree
+from tracegrad import config, tree
 from tracegrad.api.common import merge_static, name_of, split_static, trace_flat, trace_function
 from tracegrad.codegen import compile_graph, source
 from tracegrad.core import Tracer
@@ -43,8 +45,34 @@ RETRACE_WARNING_AFTER = 10
 _BACKENDS = ("codegen", "interpret")
 
 
+# `disable_jit()`: jitted functions (and the control-flow constructs) run their Python eagerly
+_jit_disabled: ContextVar[bool] = ContextVar("tracegrad_disable_jit", default=False)
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """A context manager under which `jit`-compiled functions run their Python directly, on
+    concrete values, as `jax.disable_jit`: prints and breakpoints inside them work, and
+    control flow (`cond`, `while_loop`, `fori_loop`, `scan`) runs as the plain Python it
+    means. For debugging; `disable_jit(False)` re-enables jit inside such a block."""
+    token = _jit_disabled.set(bool(disable))
+    try:
+        yield
+    finally:
+        _jit_disabled.reset(token)
+
+
+def jit_disabled() -> bool:
+    """Whether code runs under `disable_jit()`."""
+    return _jit_disabled.get()
+
+
 class RetraceWarning(UserWarning):
     """A jitted function keeps meeting new signatures (each one costs a trace and a compile)."""
+
+
+# marks the signature of a trace made in debug mode (tracegrad.diagnostics), cached apart
+_CHECKED = "(debug_nans/debug_infs: traced with provenance)"
 
 
 def _leaf_key(x):
@@ -137,10 +165,12 @@ class Jitted:
         self._hits = 0
         self._misses = 0
         self._last_key = None
-        functools.update_wrapper(self, f)
+        functools.update_wrapper(self, f, updated=())  # f.__dict__ would overwrite ours
 
     # -- the call path: keep it lean (at small sizes it is the whole cost) ---------------------
     def __call__(self, *args, **kwargs):
+        if _jit_disabled.get():
+            return self.f(*args, **kwargs)
         if self.static_argnums:
             statics, args = self._split_static(args)
         else:
@@ -149,7 +179,11 @@ class Jitted:
             statics, kwargs = self._split_static_kwargs(statics, kwargs)
         flat, treedef = tree.flatten((args, kwargs))
         try:
-            key = (treedef, statics, tuple(map(_leaf_key, flat)))
+            checked = config.debug_nans or config.debug_infs
+            if checked:  # tracegrad.diagnostics: traced with provenance, run node by node
+                key = (treedef, (*statics, _CHECKED), tuple(map(_leaf_key, flat)))
+            else:
+                key = (treedef, statics, tuple(map(_leaf_key, flat)))
             entry = self._cache.get(key)
         except TypeError as err:
             raise TypeError(f"jit({self.name}): {err}") from None
@@ -157,7 +191,7 @@ class Jitted:
             entry = self._compile(key, args, kwargs, flat, treedef, statics)
         else:
             self._hits += 1
-        if entry.run is None or any(isinstance(x, Tracer) for x in flat):
+        if entry.run is None or checked or any(isinstance(x, Tracer) for x in flat):
             outs = self._inline(entry, args, kwargs, statics, flat)
         else:
             if entry.donated:
@@ -405,7 +439,7 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
     static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     name = getattr(f, "__name__", "f")
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not f.__dict__: a Jitted keeps its state there
     def graph_of(*args, **kwargs) -> Graph:
         _, dyn, merge = split_static(args, static_argnums, "make_graph")
         traced = trace_function(

@@ -19,6 +19,7 @@ from tracegrad.api.common import (
     Run,
     argnums_tuple,
     check_float_inputs,
+    check_output_dtype,
     is_nested,
     name_of,
     per_argnum,
@@ -30,12 +31,17 @@ from tracegrad.api.common import (
 )
 from tracegrad.core import Boxed, Tracer
 from tracegrad.interpret import eval_graph
-from tracegrad.ir.types import aval_of, is_float
+from tracegrad.ir.types import aval_of
 from tracegrad.primitives.elementwise import stop_gradient as sg
 from tracegrad.transforms.vjp import backward_pass, vjp_graph
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def value_and_grad(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+):
     """`(f(*args), gradient)` of a scalar-valued `f` with respect to `args[argnums]`.
 
     Args:
@@ -43,15 +49,19 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
       argnums: which positional argument(s) to differentiate; an int gives one gradient, a
         tuple gives a tuple of gradients.
       has_aux: `f` returns `(value, aux)`; aux is returned beside the value, not differentiated.
+      holomorphic: `f` is promised to be holomorphic: complex inputs and a complex output,
+        whose gradient is the complex derivative f'(z) (as `jax.grad`). Without it the output
+        must be real; the gradient of a real `f` of complex `z` is then JAX's (and HIPS
+        autograd's) df/dx - i df/dy, the conjugate of PyTorch's `.grad`.
     Returns:
       A function returning `(value, grad)` (`((value, aux), grad)` with `has_aux`).
     """
     fname = name_of(f)
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not f.__dict__: a Jitted keeps its state there
     def value_and_grad_f(*args, **kwargs):
         nums = argnums_tuple(argnums, len(args), fname, "grad")
-        check_float_inputs(args, nums, fname, "grad")
+        check_float_inputs(args, nums, fname, "grad", holomorphic)
         unique = tuple(dict.fromkeys(nums))  # a repeated argnum is differentiated once
         traced, out_tree, flat, diff_tree = trace_args(f, args, kwargs, unique, fname)
         main, aux = split_aux(out_tree, traced.out_tracers, has_aux, fname, "grad")
@@ -67,10 +77,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             raise TypeError(
                 f"grad requires a scalar output, got shape {out_aval.shape}; use jacrev or vjp"
             )
-        if not is_float(out_aval.dtype):
-            raise TypeError(
-                f"grad requires a float output, got dtype {out_aval.dtype.name} from {fname}"
-            )
+        check_output_dtype(out_aval.dtype, "grad", holomorphic)
         run = Run(traced, flat)
         graph = run.graph
         seeds = [None] * len(graph.outputs)
@@ -94,11 +101,17 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
-    """The gradient of a scalar-valued `f` with respect to `args[argnums]` (as `jax.grad`)."""
-    vg = value_and_grad(f, argnums, has_aux)
+def grad(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+):
+    """The gradient of a scalar-valued `f` with respect to `args[argnums]` (as `jax.grad`;
+    `holomorphic` as in `value_and_grad`)."""
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
-    @functools.wraps(f)
+    @functools.wraps(f, updated=())  # not f.__dict__: a Jitted keeps its state there
     def grad_f(*args, **kwargs):
         value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
@@ -144,6 +157,12 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
                 raise ValueError(
                     f"vjp_fn of {fname}: cotangent of shape {c_aval.shape} for an output of "
                     f"shape {aval.shape}; they must be equal"
+                )
+            if c_aval.dtype.kind == "c" and aval.dtype.kind != "c":
+                raise ValueError(
+                    f"vjp_fn of {fname}: a cotangent of dtype {c_aval.dtype.name} for an output "
+                    f"of dtype {aval.dtype.name}; a real output takes a real cotangent (as in "
+                    "JAX; a cast would drop the imaginary part)"
                 )
             cts[k] = c if isinstance(c, Tracer) else np.asarray(c, aval.strengthen().dtype)
         for k, aval in enumerate(out_avals):

@@ -51,9 +51,35 @@ class _Code:
         return "\n".join(lines) + "\n"
 
 
+@attrs.frozen
+class Nested:
+    """A sub-graph param as an emit rule sees it: the nested function written for the graph
+    (`name`), which takes its inputs and returns a tuple of its outputs, and their avals."""
+
+    name: str
+    in_avals: tuple
+    out_avals: tuple
+
+
 class _Generator:
-    def __init__(self, graph: Graph, reuse_buffers: bool, donated: frozenset[int] = frozenset()):
+    """Writes one graph's function. A sub-graph a node holds becomes a nested function written
+    just before the node's line by a child generator; constants, impls and passed-in params
+    of every level are arguments of the outermost function, under names unique across levels
+    (a nested function reads them from the enclosing scope)."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        reuse_buffers: bool,
+        donated: frozenset[int] = frozenset(),
+        root: _Generator | None = None,
+    ):
         self.graph = graph
+        self.reuse_buffers = reuse_buffers
+        self.root = self if root is None else root
+        self.n_nested = 0  # (the root's counts name nested functions)
+        self.shared_args: dict[Node, str] = {}  # (the root's: constants of nested functions)
+        self.passed: dict[int, tuple[str, object]] = {}  # (the root's: passed-in params)
         # one-element values are never reused (see _plan_buffers): skip planning for graphs
         # of scalars, where it would be pure cost
         any_arrays = any(a.size > 1 for n in graph.nodes for a in n.out_avals)
@@ -76,6 +102,12 @@ class _Generator:
         if text is not None:
             self.literals[node] = text
             return text
+        if self.root is not self:  # a nested function: a name unique across all levels
+            root = self.root
+            name = root.shared_args.get(node)
+            if name is None:
+                name = root.shared_args[node] = f"_k{len(root.shared_args)}"
+            return name
         named = self.names.get(node)
         if named is None:
             named = (f"_c{self.n_unnamed}",)
@@ -104,42 +136,92 @@ class _Generator:
         """A call of `prim.impl`, passed in like an array constant, for a primitive without
         an emit rule (a user's, from tracegrad.extend): the same function the interpreter
         runs, with the params written as validated literals."""
-        name = self.impls.get(prim)
+        impls = self.root.impls
+        name = impls.get(prim)
         if name is None:
-            name = self.impls[prim] = f"_impl{len(self.impls)}"
-        kwargs = "".join(f", {k}={_param_text(v)}" for k, v in params.items())
+            name = impls[prim] = f"_impl{len(impls)}"
+        kwargs = "".join(
+            f", {k}={v.name if isinstance(v, _PassedIn) else _param_text(v)}"
+            for k, v in params.items()
+        )
         return f"{name}({', '.join(args)}{kwargs})"
 
-    def node_line(self, node: Node) -> str:
+    def pass_in(self, value) -> _PassedIn:
+        """A param with no literal (a callable, a string, a graph), for a primitive without an
+        emit rule: passed to the function as an argument, as its impl is; never written out."""
+        passed = self.root.passed
+        hit = passed.get(id(value))
+        if hit is None:
+            hit = passed[id(value)] = (f"_p{len(passed)}", value)
+        return _PassedIn(hit[0])
+
+    def nested(self, graph: Graph, lines: list[str]) -> Nested:
+        """Write `graph` as a nested function (its lines appended to `lines`)."""
+        root = self.root
+        name = f"_sub{root.n_nested}"
+        root.n_nested += 1
+        child = _Generator(graph, self.reuse_buffers, root=root)
+        body, inputs = child.body_lines()
+        lines.append(f"    def {name}({', '.join(inputs)}):")
+        lines.extend("    " + line for line in body)
+        return Nested(name, graph.in_avals, graph.out_avals)
+
+    def node_params(self, node: Node, targets, lines: list[str]) -> dict:
+        """The params an emit rule (or the impl call) gets: sub-graphs as nested functions,
+        others checked to be writable as literals (or passed in, without an emit rule)."""
+        checker = _Params(node, targets[0] if targets else "?")
+        emits = node.prim.emit is not None
+        params = {}
+        for k, v in node.params.items():
+            if emits and isinstance(v, Graph):
+                params[k] = self.nested(v, lines)
+            elif emits and type(v) is tuple and v and all(isinstance(u, Graph) for u in v):
+                params[k] = tuple(self.nested(u, lines) for u in v)
+            elif emits:
+                params[k] = checker.check(k, v)
+            else:
+                try:
+                    params[k] = checker.check(k, v)
+                except ValueError:
+                    params[k] = self.pass_in(v)
+        return params
+
+    def node_lines(self, node: Node) -> list[str]:
+        """The lines of one node: nested functions of its sub-graphs, the statements its emit
+        rule writes, and the assignment of its outputs."""
         prim = node.prim
-        targets = self.names[node]
-        checker = _Params(node, targets[0])
-        params = {k: checker.check(k, v) for k, v in node.params.items()}
+        targets = self.names.get(node, ())
+        lines: list[str] = []
+        params = self.node_params(node, targets, lines)
         args = [self.ref(e) for e in node.inputs]
         buf = self.plan.get(node)
         if buf is not None:  # a plain ufunc (see takes_out)
             call = f"np.{prim.impl.__name__}({', '.join(args)}, out={self.names[buf][0]})"
-            return f"    {targets[0]} = {call}"
+            return [f"    {targets[0]} = {call}"]
         expr = _scalar_operator(node, args)
         if expr is None:
             if prim.emit is None:
                 expr = self.impl_call(prim, args, params)
             else:
                 expr = prim.emit(*args, **params)
-        if not isinstance(expr, str) or "\n" in expr or "\r" in expr:
-            raise ValueError(
-                f"codegen: the emit rule of {prim.name} must return a one-line expression, "
-                f"got {reprlib.repr(expr)}"
-            )
+        if isinstance(expr, list):  # statements, then the value's expression
+            *statements, expr = expr
+            for line in statements:
+                _check_line(prim, line)
+                lines.append(f"    {line}")
+        _check_line(prim, expr)
         if prim.multiple_results:
+            if not targets:
+                return [*lines, f"    {expr}"]
             lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
-            return f"    {lhs} = {expr}"
+            return [*lines, f"    {lhs} = {expr}"]
         aval = node.out_avals[0]
         if aval.weak_type and not aval.shape:
             expr = f"{_convert(aval.dtype.kind)}({expr})"
-        return f"    {targets[0]} = {expr}"
+        return [*lines, f"    {targets[0]} = {expr}"]
 
-    def generate(self) -> _Code:
+    def body_lines(self) -> tuple[list[str], list[str]]:
+        """(the function's body lines, its input names)."""
         graph = self.graph
         input_names = [self.names[e.node][0] for e in graph.inputs]
         if len(set(input_names)) != len(input_names):
@@ -150,7 +232,7 @@ class _Generator:
         for node, dead in zip(graph.nodes, frees):
             if node.prim is const_p or node.prim is arg_p:
                 continue
-            body.append(self.node_line(node))
+            body.extend(self.node_lines(node))
             gone = [
                 n
                 for d in dead
@@ -166,16 +248,40 @@ class _Generator:
                 body.append(f"    del {', '.join(gone)}")
         outs = [self.ref(e) for e in graph.outputs]
         body.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        return body, input_names
+
+    def generate(self) -> _Code:
+        graph = self.graph
+        body, input_names = self.body_lines()
         raw = graph.name if isinstance(graph.name, str) else repr(graph.name)
+        passed = list(self.passed.values())
         return _Code(
             name=_function_name(graph),
             comment=f"# graph {ascii(raw)}",
             input_names=tuple(input_names),
-            const_names=tuple(self.const_args.values()) + tuple(self.impls.values()),
+            const_names=tuple(self.const_args.values())
+            + tuple(self.shared_args.values())
+            + tuple(self.impls.values())
+            + tuple(name for name, _ in passed),
             const_values=tuple(n.params["value"] for n in self.const_args)
-            + tuple(p.impl for p in self.impls),
+            + tuple(n.params["value"] for n in self.shared_args)
+            + tuple(p.impl for p in self.impls)
+            + tuple(value for _, value in passed),
             body=tuple(body),
             reused=len(self.plan),
+        )
+
+
+@attrs.frozen
+class _PassedIn:
+    name: str
+
+
+def _check_line(prim, line) -> None:
+    if not isinstance(line, str) or "\n" in line or "\r" in line:
+        raise ValueError(
+            f"codegen: the emit rule of {prim.name} must return a one-line expression (or a "
+            f"list of one-line statements ending with one), got {reprlib.repr(line)}"
         )
 
 

@@ -6,7 +6,7 @@ generator read them to free each intermediate right after its last use.
 
 from __future__ import annotations
 
-from tracegrad.ir.graph import Graph, Node, arg_p, const_p
+from tracegrad.ir.graph import Graph, Node, arg_p, const_p, sub_graphs
 
 
 def use_counts(graph: Graph) -> dict[Node, int]:
@@ -65,12 +65,32 @@ def _base(node: Node, bases: dict[Node, Node]) -> Node:
     return bases.get(node, node)
 
 
+def _inner_peak(node: Node) -> int:
+    """What a node holding sub-graphs (control flow) keeps alive while it runs, besides its
+    inputs and outputs: the largest peak of one run of a sub-graph. (A loop's carry outputs
+    are the last step's outputs, which that peak counts; while a step runs, the carry it
+    replaces takes the place the node's outputs are counted in.)"""
+    if not node.params:
+        return 0
+    subs = sub_graphs(node)
+    if not subs:
+        return 0
+    peaks = []
+    for g in subs:
+        hit = g._cache.get("peak_bytes")
+        if hit is None:
+            hit = g._cache["peak_bytes"] = peak_bytes(g)
+        peaks.append(hit)
+    return max(peaks)
+
+
 def peak_bytes(graph: Graph) -> int:
     """Predicted peak of live intermediate bytes while the interpreter runs `graph`.
 
     Inputs and constants are the caller's and count nothing. A view (a primitive with
     `view_of`) counts no bytes of its own and keeps its base alive as long as it lives.
-    While a node runs, its inputs and its new outputs are alive together.
+    While a node runs, its inputs and its new outputs are alive together, and so is what a
+    node holding sub-graphs needs for one run of them (`_inner_peak`).
     """
     last = dict(last_use(graph))
     n = len(graph.nodes)
@@ -95,7 +115,7 @@ def peak_bytes(graph: Graph) -> int:
     peak = 0
     for i, node in enumerate(graph.nodes):
         live += owned.get(node, 0)
-        peak = max(peak, live)
+        peak = max(peak, live + _inner_peak(node))
         for dead in dies_at[i]:
             live -= owned[dead]
     return peak

@@ -134,6 +134,18 @@ arg_p = Primitive("arg", impl=_arg_impl, shape=lambda *, aval: aval)
 const_p = Primitive("const", impl=lambda *, value: value, shape=_const_shape, emit=None)
 
 
+def sub_graphs(node: Node) -> list[Graph]:
+    """The sub-graphs a node holds in its params (control flow's bodies and branches), in
+    params order; a param may be one graph or a tuple of them."""
+    found = []
+    for v in node.params.values():
+        if isinstance(v, Graph):
+            found.append(v)
+        elif type(v) is tuple:
+            found.extend(u for u in v if isinstance(u, Graph))
+    return found
+
+
 def arg_node(aval: Aval) -> Node:
     return Node(arg_p, (), Params(aval=aval), (aval,))
 

@@ -113,3 +113,33 @@ PARAM_TYPES = {
     # correlate's mode by NumPy's code (0 valid, 1 same, 2 full)
     "mode": ("0, 1 or 2 (valid, same, full)", lambda v: type(v) is int and 0 <= v <= 2),
 }
+
+# control flow (tracegrad.primitives.control): sub-graphs, operand counts, a scan's length and
+# the recorded trip count of a while_loop run on concrete values (None under jit)
+from tracegrad.ir.graph import Graph as _Graph  # noqa: E402 - (appended to this shared table)
+
+_COUNT = ("a non-negative int (int64)", lambda v: _int(v) and v >= 0)
+PARAM_TYPES.update(
+    {
+        "body": ("a graph", lambda v: isinstance(v, _Graph)),
+        "cond_graph": ("a graph", lambda v: isinstance(v, _Graph)),
+        "branches": (
+            "a non-empty tuple of graphs",
+            lambda v: type(v) is tuple and len(v) > 0 and all(isinstance(g, _Graph) for g in v),
+        ),
+        "n_consts": _COUNT,
+        "n_carry": _COUNT,
+        "n_cond_consts": _COUNT,
+        "length": _COUNT,
+        "trips": ("None or a non-negative int (int64)", lambda v: v is None or _int(v) and v >= 0),
+    }
+)
+
+# SciPy's special functions (tracegrad.primitives.special, present with SciPy): the
+# multivariate normal's allow_singular (logsumexp takes axis and keepdims, as the reductions);
+# typed with or without SciPy, so a graph's params read the same everywhere
+PARAM_TYPES["allow_singular"] = _FLAG
+
+# checkpointing (tracegrad.primitives.custom): how many of a checkpoint body's outputs are the
+# residuals its policy saves
+PARAM_TYPES["n_saved"] = _COUNT

@@ -119,6 +119,9 @@ class Primitive:
         (`x ** 2`'s exponent): such an input is not among `grad_fn.next_functions`.
       registered: False for an anonymous primitive that is never looked up by name (the node
         of a custom `autograd.Function`); otherwise the name must be new.
+      effect: running a node of it does something besides computing its outputs (printing:
+        `debug_print`), so it runs even when no output is read: traces keep it, dead-code
+        elimination and constant folding leave it alone.
     """
 
     name: str
@@ -139,6 +142,7 @@ class Primitive:
     torch_name: str | Callable | None = None
     torch_scalar_inputs: tuple[int, ...] = attrs.field(default=(), converter=tuple)
     registered: bool = True
+    effect: bool = False
     #: `input_vjp(i)`: input i's own vjp rule, when `vjp` was given input by input (derived)
     input_vjp: Callable | None = attrs.field(default=None, init=False)
     #: memo tables the passes keep per primitive (shape rule results; the shape rule's

@@ -14,7 +14,7 @@ import keyword
 
 import numpy as np
 
-from tracegrad.ir.graph import Edge, Graph, Node, const_p
+from tracegrad.ir.graph import Edge, Graph, Node, const_p, sub_graphs
 from tracegrad.ir.types import Aval
 
 # Names a value must never take, because generated code uses them or Python reserves them.
@@ -179,9 +179,16 @@ class _Writer:
 
 def format_graph(graph: Graph) -> str:
     """The listing `str(graph)` shows (see the module docstring)."""
-    w = _Writer(graph)
     raw = graph.name if isinstance(graph.name, str) else repr(graph.name)
-    lines = [f"# graph {_comment(raw)}"]
+    return "\n".join([f"# graph {_comment(raw)}", *_graph_lines(graph, "")])
+
+
+def _graph_lines(graph: Graph, indent: str) -> list[str]:
+    """The listing without its provenance line, each line after `indent`. A node holding
+    sub-graphs is followed by their listings, indented one step further (as a jaxpr's);
+    the nesting of sub-graphs is shallow, the walk over each graph's nodes a loop."""
+    w = _Writer(graph)
+    lines = []
     args = ", ".join(f"{w.ref(e)}: {w.aval(e.aval)}" for e in graph.inputs)
     lines.append(f"graph {identifier(graph.name)}({args}):")
     shown: set[Node] = {e.node for e in graph.inputs}
@@ -203,8 +210,11 @@ def format_graph(graph: Graph) -> str:
             append(f"  {w.binders(node)} = {prim.name}{params} {' '.join(map(w.ref, node.inputs))}")
         else:
             append(f"  {w.binders(node)} = {prim.name}{params}")
+        if node.params:
+            for sub in sub_graphs(node):
+                lines.extend(_graph_lines(sub, "    "))
     append(f"  return {', '.join(map(w.ref, graph.outputs))}")
-    return "\n".join(lines)
+    return [indent + line for line in lines] if indent else lines
 
 
 def _comment(text: str) -> str:

@@ -2,15 +2,16 @@
 
 Inputs are `arg` nodes; every node appears once (single assignment) and reads only values
 defined before it (graph inputs, earlier nodes, or constants); edges index existing outputs;
-and re-running each primitive's shape rule reproduces the avals recorded on the node. One
-loop over the nodes, no recursion. Debug mode runs it after every transform.
+and re-running each primitive's shape rule reproduces the avals recorded on the node; the
+sub-graphs a node holds (control flow) are verified too. One loop over each graph's nodes;
+only the shallow nesting of sub-graphs recurses. Debug mode runs it after every transform.
 """
 
 from __future__ import annotations
 
 import inspect
 
-from tracegrad.ir.graph import Edge, Graph, Node, arg_p, const_p
+from tracegrad.ir.graph import Edge, Graph, Node, arg_p, const_p, sub_graphs
 from tracegrad.ir.printing import node_names
 from tracegrad.ir.types import Aval
 
@@ -152,6 +153,12 @@ def verify(graph: Graph) -> Graph:
         problem = check_shape_rule(node, in_avals)
         if problem is not None:
             fail(where(k, node), problem)
+        if node.params:
+            for j, sub in enumerate(sub_graphs(node)):
+                try:
+                    verify(sub)  # (sub-graphs nest shallowly; each is checked with a loop)
+                except ValueError as err:
+                    fail(where(k, node), f"its sub-graph {j} ({sub.name!r:.40}) is bad: {err}")
         defined.add(node)
     for j, e in enumerate(graph.outputs):
         read(e, -1, None, j)

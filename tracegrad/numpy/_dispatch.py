@@ -41,11 +41,78 @@ _ACCUMULATE = {np.add: "cumsum", np.multiply: "cumprod"}
 
 
 def _unsupported(what: str):
+    instead = _SCIPY_INSTEAD.get(what)
+    use = f"Use {instead}, or write" if instead else "Write"
     return NotImplementedError(
         f"tracegrad: {what} has no tracegrad rule, so it cannot be traced or differentiated. "
-        "Write it with supported tracegrad.numpy functions, or compute it outside the "
+        f"{use} it with supported tracegrad.numpy functions, or compute it outside the "
         "differentiated function and pass the result in (it is then a constant)."
     )
+
+
+# NumPy functions without a rule of their own whose SciPy twin tracegrad.scipy has
+_SCIPY_INSTEAD = {"np.i0": "tracegrad.scipy.special.i0 (SciPy's modified Bessel function)"}
+
+
+def _ufunc_name(ufunc) -> str:
+    """How the user spells `ufunc`: np.sin, or scipy.special.erf for SciPy's."""
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        return f"np.{ufunc.__name__}"
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, ufunc.__name__, None) is ufunc:
+        return f"scipy.special.{ufunc.__name__}"
+    return f"the ufunc {ufunc.__name__}"
+
+
+def _tsp():
+    # tracegrad.scipy sits above tracegrad.numpy (it builds on it): imported at call time, and
+    # only by callers that found SciPy already imported, so NumPy-only programs never load it
+    from tracegrad import scipy
+
+    return scipy
+
+
+def _scipy_ufunc(ufunc):
+    """tracegrad.scipy.special's function for a scipy.special ufunc (`scipy.special.erf(t)`),
+    or None."""
+    if "scipy.special" not in sys.modules:
+        return None
+    return _tsp().special.UFUNCS.get(ufunc)
+
+
+def scipy_replacement() -> str:
+    """A sentence naming the tracegrad.scipy function to use, when the caller is a SciPy
+    function converting a traced value to a NumPy array (scipy.special.logsumexp(t),
+    scipy.stats.norm.logpdf(t), norm(0, 1).pdf(t): Python code, which no NumPy protocol
+    reaches); '' otherwise. For the conversion error: the outermost SciPy function on the
+    stack that tracegrad.scipy has is the one the user called."""
+    if "scipy" not in sys.modules:
+        return ""
+    found = ""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("scipy."):
+            found = _replacement(module, frame) or found
+        frame = frame.f_back
+    if not found:
+        return ""
+    return f"SciPy's function cannot trace it: call {found} instead (same arguments)."
+
+
+def _replacement(module: str, frame) -> str:
+    tsp, name = _tsp(), frame.f_code.co_name
+    if module.startswith("scipy.special") and hasattr(tsp.special, name):
+        return f"tracegrad.scipy.special.{name}"
+    if not module.startswith("scipy.stats"):
+        return ""
+    dist = frame.f_locals.get("self")
+    # a frozen distribution's (`norm(0, 1)`: .dist; `multivariate_normal(m)`: ._dist)
+    dist = getattr(dist, "dist", None) or getattr(dist, "_dist", None) or dist
+    dname = getattr(dist, "name", None) or type(dist).__name__.removesuffix("_gen")
+    if hasattr(getattr(tsp.stats, str(dname), None), name):
+        return f"tracegrad.scipy.stats.{dname}.{name}"
+    return ""
 
 
 _MIXIN_FILE = np.lib.mixins.__file__
@@ -78,16 +145,16 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     if kwargs:  # the common call has none: its path stays short
         target = _augmented_target(ufunc, kwargs.pop("out", None))
     if method == "__call__":
-        fn = UFUNCS.get(ufunc)
+        fn = UFUNCS.get(ufunc) or _scipy_ufunc(ufunc)
         if fn is None:
-            raise _unsupported(f"np.{ufunc.__name__}")
+            raise _unsupported(_ufunc_name(ufunc))
         if not kwargs:
             result = fn(*inputs)
         else:
             unsupported = sorted(set(kwargs) - _keywords(fn))
             if unsupported:
                 raise NotImplementedError(
-                    f"tracegrad: np.{ufunc.__name__} with the arguments {unsupported} is not "
+                    f"tracegrad: {_ufunc_name(ufunc)} with the arguments {unsupported} is not "
                     "supported"
                 )
             result = fn(*inputs, **kwargs)
@@ -104,7 +171,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         if fn is not None:
             kwargs.setdefault("axis", 0)
             return fn(*inputs, **kwargs)
-    raise _unsupported(f"np.{ufunc.__name__}.{method}")
+    raise _unsupported(f"{_ufunc_name(ufunc)}.{method}")
 
 
 def _augmented_target(ufunc, out):
@@ -115,10 +182,11 @@ def _augmented_target(ufunc, out):
     if all(o is None for o in outs):
         return None
     if not _augmented_assignment():
+        name = _ufunc_name(ufunc)
         raise TypeError(
-            f"tracegrad: np.{ufunc.__name__}(..., out=...) would write a traced result into "
+            f"tracegrad: {name}(..., out=...) would write a traced result into "
             "`out`, which cannot hold one: `out` would be left unchanged and the result lost. "
-            f"Drop `out=` and use the returned value (y = np.{ufunc.__name__}(...)); an "
+            f"Drop `out=` and use the returned value (y = {name}(...)); an "
             "augmented assignment (acc += x) rebinds its name and works as it is."
         )
     return outs[0]

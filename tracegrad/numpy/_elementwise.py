@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from tracegrad.core import bind
+from tracegrad.core import Tracer, bind
 from tracegrad.numpy._common import as_array, asarray_or_tracer
 from tracegrad.primitives import elementwise as ew
 
@@ -135,6 +135,20 @@ _OUT_REFUSED = (
     "tracegrad.numpy.{name}: out= would write a traced result into an array in place, which "
     "cannot hold it; drop out= and use the returned value"
 )
+
+
+def sign(x, /):
+    """`np.sign`. For complex z NumPy's sign is z / |z| (0 at 0), which is not piecewise
+    constant: its derivative is that of z / |z| where z is finite and nonzero, and 0 elsewhere
+    (JAX returns 0 everywhere, a wrong number). The value stays NumPy's own bits: the
+    derivative rides on `out - (stop_gradient(s) - s)`, and `stop_gradient(s) - s` is +0."""
+    out = bind(ew.sign_p, x)
+    if not isinstance(x, Tracer) or x.aval.dtype.kind != "c":
+        return out
+    ok = bind(ew.logical_and_p, bind(ew.not_equal_p, x, 0), bind(ew.isfinite_p, x))
+    safe = bind(ew.where_p, ok, x, 1)
+    s = bind(ew.where_p, ok, bind(ew.divide_p, safe, bind(ew.absolute_p, safe)), 0)
+    return bind(ew.subtract_p, out, bind(ew.subtract_p, ew.stop_gradient(s), s))
 
 
 def real(val):

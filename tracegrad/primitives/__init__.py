@@ -6,9 +6,14 @@ sorting, scatter; products, sorting -> calculus), so every rule can be written w
 operations of the families below its own.
 """
 
+import importlib.util
+
 from tracegrad.primitives import (
     broadcasting,
     calculus,
+    complex_parts,
+    control,
+    custom,
     einsum,
     elementwise,
     indexing,
@@ -36,4 +41,25 @@ ALL = (
     + scatter.PRIMITIVES
     + calculus.PRIMITIVES
     + masked.PRIMITIVES
+    + complex_parts.PRIMITIVES
+    + control.PRIMITIVES
+    + custom.PRIMITIVES
 )
+
+
+def _scipy_installed() -> bool:
+    """Whether SciPy can be imported, found without importing it (an import hook may also
+    refuse it outright: then it is missing too)."""
+    try:
+        return importlib.util.find_spec("scipy") is not None
+    except ImportError:
+        return False
+
+
+# SciPy's special functions, when SciPy (an optional extra) is installed. Importing the module
+# imports nothing from SciPy (it resolves SciPy's functions on first use), so `import tracegrad`
+# stays as fast with SciPy as without; without SciPy the module is never imported.
+if _scipy_installed():
+    from tracegrad.primitives import special
+
+    ALL = ALL + special.PRIMITIVES

@@ -23,10 +23,11 @@ from tracegrad.primitives.views import expand_dims, linear_jvp, move_to_front, r
 
 
 def _dtype_key(aval: Aval):
-    # resolve_dtypes takes Python's scalar types for weak values.
-    if aval.weak_type:
+    # resolve_dtypes takes Python's scalar types for weak values (but not `bool`: a Python
+    # bool is NumPy's bool, the lowest kind, so a weak one promotes as a strong one does).
+    if aval.weak_type and aval.dtype.kind != "b":
         kind = aval.dtype.kind
-        return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[kind]
+        return {"i": int, "u": int, "f": float, "c": complex}[kind]
     return aval.dtype
 
 

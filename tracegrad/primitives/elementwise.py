@@ -61,15 +61,8 @@ def _unary_shape(ufunc):
     return shape
 
 
-def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None, **facts) -> Primitive:
-    """A primitive for a unary ufunc.
-
-    `deriv(x, out)` gives f'(x) (jvp: `x_dot * f'`, vjp: `bar * f'`); `linear(t)` instead
-    applies a linear function to a tangent or cotangent directly (negative: `-t`, reading no
-    values). With neither, the primitive is not differentiable: its derivative is zero where
-    defined (floor, sign, ...), and no cotangent flows back. `facts` are the primitive's other
-    fields (`vjp_reads` must say whether `deriv` reads `x`, `out` or both).
-    """
+def _unary_rules(deriv, linear, facts):
+    """(jvp, vjp) from `deriv` or `linear`; zero rules (and the facts saying so) for neither."""
     if linear is not None:
 
         def jvp(primals, tangents, *, out):
@@ -80,7 +73,8 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None, **facts) -> Pr
             return (linear(bar) if carries_derivative(x) else None,)
 
         facts.setdefault("vjp_reads", READS_NOTHING)
-    elif deriv is not None:
+        return jvp, vjp
+    if deriv is not None:
 
         def jvp(primals, tangents, *, out):
             (t,) = tangents
@@ -88,9 +82,29 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None, **facts) -> Pr
 
         def vjp(bar, x, *, out):
             return (bar * deriv(x, out) if carries_derivative(x) else None,)
-    else:
-        jvp, vjp = _zero_jvp, _zero_vjp
-        facts.update(differentiable=False, vjp_reads=READS_NOTHING)
+
+        return jvp, vjp
+    facts.update(differentiable=False, vjp_reads=READS_NOTHING)
+    return _zero_jvp, _zero_vjp
+
+
+def unary(
+    name: str, ufunc: np.ufunc, deriv=None, *, linear=None, jvp=None, vjp=None, **facts
+) -> Primitive:
+    """A primitive for a unary ufunc.
+
+    `deriv(x, out)` gives f'(x) (jvp: `x_dot * f'`, vjp: `bar * f'`); `linear(t)` instead
+    applies a linear function to a tangent or cotangent directly (negative: `-t`, reading no
+    values). With neither, the primitive is not differentiable: its derivative is zero where
+    defined (floor, sign, ...), and no cotangent flows back. `facts` are the primitive's other
+    fields (`vjp_reads` must say whether `deriv` reads `x`, `out` or both).
+
+    On complex values `deriv` is the complex derivative of a holomorphic f, and `bar * f'` is
+    JAX's cotangent (the transpose under Re(sum(a * b)): no conjugation). A function that is
+    not holomorphic (`absolute`) passes its own `jvp` and `vjp`.
+    """
+    if jvp is None:
+        jvp, vjp = _unary_rules(deriv, linear, facts)
     return Primitive(
         name,
         impl=ufunc,
@@ -104,8 +118,8 @@ def unary(name: str, ufunc: np.ufunc, deriv=None, *, linear=None, **facts) -> Pr
     )
 
 
-def _u(name, deriv=None, *, linear=None, **facts):
-    return unary(name, getattr(np, name), deriv, linear=linear, **facts)
+def _u(name, deriv=None, **rules_and_facts):
+    return unary(name, getattr(np, name), deriv, **rules_and_facts)
 
 
 _LN2 = math.log(2.0)
@@ -145,7 +159,9 @@ sqrt_p       = _u("sqrt",     lambda x, out: 0.5 / out, vjp_reads=_OUT)
 cbrt_p       = _u("cbrt",     lambda x, out: reciprocal(out * out * 3.0), vjp_reads=_OUT)
 square_p     = _u("square",   lambda x, out: x * 2.0, vjp_reads=_IN, torch_name="PowBackward0")
 reciprocal_p = _u("reciprocal", lambda x, out: negative(out * out), vjp_reads=_OUT)
-absolute_p   = _u("absolute", lambda x, out: sign(x), vjp_reads=_IN, torch_name="AbsBackward0")
+absolute_p   = _u("absolute", jvp=lambda p, t, *, out: _abs_jvp(p, t, out=out),
+                  vjp=lambda bar, x, *, out: _abs_vjp(bar, x, out=out), vjp_reads=_IN,
+                  torch_name="AbsBackward0")
 fabs_p       = _u("fabs",     lambda x, out: sign(x), vjp_reads=_IN)
 deg2rad_p    = _u("deg2rad",  linear=lambda t: t * (math.pi / 180.0))
 rad2deg_p    = _u("rad2deg",  linear=lambda t: t * (180.0 / math.pi))
@@ -202,6 +218,30 @@ def reciprocal(x):
 
 def sign(x):
     return bind(sign_p, x)
+
+
+def _abs_direction(x, out=None):
+    """d|x| as a multiplier: sign(x) for real x; for complex x, conj(x) / |x| (0 at 0, as JAX),
+    whose real pairing with a tangent is the tangent of |x| (|x| is not holomorphic). The vjp
+    recomputes |x| from x rather than read the output, so a tensor saves x alone (PyTorch's
+    AbsBackward0 saves only its input too)."""
+    if dtype_of(x).kind != "c":
+        return sign(x)
+    size = bind(absolute_p, x) if out is None else out
+    return conjugate(x) / where(equal(size, 0.0), 1.0, size)
+
+
+def _abs_jvp(primals, tangents, *, out):
+    (t,) = tangents
+    if t is None:
+        return None
+    d = t * _abs_direction(primals[0], out)
+    return real(d) if dtype_of(d).kind == "c" else d
+
+
+def _abs_vjp(bar, x, *, out):
+    # JAX's transpose of the jvp: bar * conj(x) / |x| (complex for complex x)
+    return (bar * _abs_direction(x) if carries_derivative(x) else None,)
 
 
 UNARY = (
@@ -633,18 +673,28 @@ def astype(x, dtype):
     return bind(astype_p, x, dtype=np.dtype(dtype))
 
 
+def convert(v, dtype):
+    """`v` as `dtype` the way a derivative crosses a cast (JAX's convert_element_type): the
+    real part of a complex value for a real dtype (a cast would warn and give the same), and
+    no node when `v` has that dtype already."""
+    dtype = np.dtype(dtype)
+    if dtype_of(v).kind == "c" and dtype.kind != "c":
+        v = real(v)
+    return v if dtype_of(v) == dtype else astype(v, dtype)
+
+
 def _astype_vjp(bar, x, *, out, dtype):
     src = dtype_of(x)
     if not (src.kind in "fc" and np.dtype(dtype).kind in "fc"):
         return (None,)
-    return (astype(bar, src),)
+    return (convert(bar, src),)
 
 
 def _astype_jvp(primals, tangents, *, out, dtype):
     (t,) = tangents
     if t is None or np.dtype(dtype).kind not in "fc":
         return None
-    return astype(t, dtype)
+    return convert(t, dtype)
 
 
 astype_p = Primitive(

@@ -17,7 +17,7 @@ from tracegrad.primitives.axes import at, insert
 from tracegrad.primitives.batching import batch_size, materialize
 from tracegrad.primitives.broadcasting import broadcast_to
 from tracegrad.primitives.broadcasting import sum as reduce_sum
-from tracegrad.primitives.elementwise import astype
+from tracegrad.primitives.elementwise import convert
 from tracegrad.primitives.slicing import slice_static
 from tracegrad.primitives.views import linear_jvp, move_to_front, reshape, unary_batch
 
@@ -90,9 +90,9 @@ def _concatenate_vjp(x_bar, *xs, out, axis):
             starts = tuple(start if k == axis else 0 for k in range(len(shape)))
             limits = tuple(start + n if k == axis else d for k, d in enumerate(shape))
             bar = slice_static(x_bar, starts, limits)
-            if dtype_of(bar) != dtype_of(x):  # a float32 input joined with float64 ones
-                bar = astype(bar, dtype_of(x))
-            bars.append(bar)
+            # a float32 input joined with float64 ones; a real one with complex ones takes
+            # the real part (JAX's convention)
+            bars.append(convert(bar, dtype_of(x)))
         else:
             bars.append(None)
         start += n

@@ -1,6 +1,8 @@
 """Finite differences and `check_grads`: tracegrad's derivatives of any order, in forward
 and reverse mode, against 4th-order central differences, as `jax.test_util.check_grads`
-does. A failure names the order, the mode, the argument and the worst element.
+does. A failure names the order, the mode, the argument and the worst element. Complex
+arguments move in complex directions, and reverse mode is checked under JAX's pairing
+<u, v> = Re(sum(u * v)).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ _LOCATE_LIMIT = 256  # largest argument whose worst element a failure report loo
 
 
 def _is_float(x) -> bool:
-    if isinstance(x, float):
+    if isinstance(x, float | complex):
         return True
     d = getattr(x, "dtype", None)
     return d is not None and np.dtype(d).kind in "fc"
@@ -35,25 +37,38 @@ def _is_float(x) -> bool:
 def _dtype_of(x) -> np.dtype:
     if isinstance(x, float):
         return np.dtype(np.float64)
+    if isinstance(x, complex):
+        return np.dtype(np.complex128)
     return np.dtype(x.dtype)
 
 
 def _least_precise(values) -> np.dtype:
-    dts = [_dtype_of(v) for v in values if _is_float(v)]
+    """The least precise dtype in play, as a real dtype (complex64's parts are float32)."""
+    dts = [np.dtype(np.finfo(_dtype_of(v)).dtype) for v in values if _is_float(v)]
     if not dts:
         return np.dtype(np.float64)
     return max(dts, key=lambda d: np.finfo(d).eps)
 
 
+def _wide_dtype(x) -> np.dtype:
+    return np.dtype(np.complex128 if _dtype_of(x).kind == "c" else np.float64)
+
+
 def _perturb(x, t, step):
-    if isinstance(x, float):
-        return x + step * float(t)
-    x64 = np.asarray(x, dtype=np.float64)
-    return (x64 + step * np.asarray(t, dtype=np.float64)).astype(x.dtype)
+    if isinstance(x, float | complex):
+        return x + step * type(x)(t)
+    wide = _wide_dtype(x)
+    return (np.asarray(x, wide) + step * np.asarray(t, wide)).astype(x.dtype)
 
 
 def _as64(x):
-    return np.asarray(x, dtype=np.float64) if _is_float(x) else np.zeros(np.shape(x))
+    """`x` widened to float64 (complex128 for complex values); zeros for non-float values."""
+    return np.asarray(x, dtype=_wide_dtype(x)) if _is_float(x) else np.zeros(np.shape(x))
+
+
+def _pair(u, v) -> float:
+    """JAX's pairing of a cotangent and a tangent: Re(sum(u * v)), no conjugation."""
+    return float(np.real(np.sum(_as64(u) * _as64(v))))
 
 
 # 4th-order central differences: f' ~ (f(-2h) - 8 f(-h) + 8 f(h) - f(2h)) / 12h
@@ -105,10 +120,12 @@ class _Settings:
 
     def direction(self, x):
         """A random direction like `x`: multiples of 1/8 in [-1, 1], so with a power-of-two
-        eps the perturbed argument is exact even in float32."""
+        eps the perturbed argument is exact even in float32 (both parts, for complex `x`)."""
         v = self.rng.integers(-8, 9, size=np.shape(x)) / 8.0
-        if isinstance(x, float):
-            return float(v)
+        if _dtype_of(x).kind == "c":
+            v = v + 1j * (self.rng.integers(-8, 9, size=np.shape(x)) / 8.0)
+        if isinstance(x, float | complex):
+            return type(x)(v)
         return v.astype(_dtype_of(x))
 
 
@@ -205,8 +222,8 @@ def _check_rec(fn, primals, labels, order, modes, path, settings):
 
 
 def _zeros_like(x):
-    if isinstance(x, float):
-        return 0.0
+    if isinstance(x, float | complex):
+        return type(x)(0)
     return np.zeros(x.shape, x.dtype)
 
 
@@ -298,17 +315,15 @@ def _check_rev(fn, primals, labels, path, settings):
             )
         v = settings.direction(x)
         fd = _fd_one(fn, primals, i, v, eps)
-        ufd = [np.asarray(u, np.float64) * d for u, d in zip(us, fd)]
-        expected = float(sum(np.sum(a) for a in ufd))
-        got = float(np.sum(ct.astype(np.float64) * np.asarray(v, np.float64)))
+        expected = sum(_pair(u, d) for u, d in zip(us, fd))
+        got = _pair(ct, v)
         scale = _scale(*out, *fd)
         tol = float(
             sum(
-                np.sum(np.abs(np.asarray(u, np.float64)) * (atol * scale + rtol * abs(d)))
-                for u, d in zip(us, fd)
+                np.sum(np.abs(_as64(u)) * (atol * scale + rtol * np.abs(d))) for u, d in zip(us, fd)
             )
         )
-        tol += rtol * float(np.sum(np.abs(ct.astype(np.float64) * np.asarray(v, np.float64))))
+        tol += rtol * float(np.sum(np.abs(_as64(ct) * _as64(v))))
         if not abs(got - expected) <= tol:
             lines = [
                 f"  <u, J v>: finite differences {expected!r}, vjp {got!r} "
@@ -329,23 +344,28 @@ def _locate_rev(fn, primals, i, us, ct, eps, atol, rtol, scale) -> str:
     size = int(np.size(x))
     if size > _LOCATE_LIMIT:
         return f"  (argument too large, {size} elements, to locate the worst element)"
+    # a complex element is probed along 1 and along 1j: <ct, 1j e> is -Im(ct[j])
+    units = (1.0, 1j) if _dtype_of(x).kind == "c" else (1.0,)
     worst = None
     for j in range(size):
-        e = np.zeros(size)
-        e[j] = 1.0
-        e = float(e[0]) if isinstance(x, float) else e.reshape(np.shape(x)).astype(_dtype_of(x))
-        fd = _fd_one(fn, primals, i, e, eps)
-        expected = float(sum(np.sum(np.asarray(u, np.float64) * d) for u, d in zip(us, fd)))
-        got = float(ct.reshape(-1)[j])
-        ratio = abs(got - expected) / (atol * scale + rtol * abs(expected))
-        if worst is None or ratio > worst[0]:
-            worst = (ratio, j, expected, got)
+        for unit in units:
+            e = np.zeros(size, _wide_dtype(x))
+            e[j] = unit
+            e = e[0].item() if isinstance(x, float | complex) else e.reshape(np.shape(x))
+            e = e if isinstance(e, float | complex) else e.astype(_dtype_of(x))
+            fd = _fd_one(fn, primals, i, e, eps)
+            expected = sum(_pair(u, d) for u, d in zip(us, fd))
+            got = _pair(ct.reshape(-1)[j], unit)
+            ratio = abs(got - expected) / (atol * scale + rtol * abs(expected))
+            if worst is None or ratio > worst[0]:
+                worst = (ratio, j, unit, expected, got)
     if worst is None:
         return "  (the argument has no elements)"
-    _, j, expected, got = worst
+    _, j, unit, expected, got = worst
     idx = np.unravel_index(j, np.shape(x)) if np.ndim(x) else ()
+    part = " (imaginary direction: -Im of the cotangent)" if unit == 1j else ""
     return (
-        f"  worst element of the cotangent at index {tuple(int(k) for k in idx)}: "
+        f"  worst element of the cotangent at index {tuple(int(k) for k in idx)}{part}: "
         f"expected {expected!r} (finite differences), got {got!r}"
     )
 
@@ -384,11 +404,11 @@ def _check_fwd(fn, primals, labels, path, settings):
                     atol,
                     rtol,
                 )
-            t64 = t.astype(np.float64)
+            t64 = _as64(t) if t.dtype.kind in "fc" else t.astype(np.float64)
             err = np.abs(t64 - d) / (atol * scale + rtol * np.abs(d))
             if err.size and (worst is None or err.max() > worst[0]):
                 j = np.unravel_index(int(np.argmax(err)), err.shape)
-                worst = (float(err.max()), k, j, float(d[j]), float(t64[j]))
+                worst = (float(err.max()), k, j, d[j].item(), t64[j].item())
         if worst is not None and not worst[0] <= 1.0:
             _, k, j, expected, got = worst
             where = f"output {k}, " if len(out) > 1 else ""

@@ -124,6 +124,12 @@ def _int_operand_text(kind: str, k: int, n: int, lo: int, hi: int) -> str:
     return f"(np.arange({n}) % {hi - lo + 1} + {lo})"
 
 
+# integer-operand rows complex programs may draw too (all holomorphic in x)
+_COMPLEX_FORMS = frozenset(
+    ("add", "radd", "subtract", "rsubtract", "multiply", "rmultiply", "divide", "power", "rpower")
+)
+
+
 def _int_operand(form: str):
     ints, text, bound, slope, smooth = _INT_FORMS[form]
     lo, hi = ints
@@ -160,50 +166,90 @@ def _int_operand(form: str):
         slope=lambda xs, p: float(slope(xs[0].bound, xs[0].slope, big)),
         smooth=smooth,
         linear=form in ("add", "radd", "subtract", "rsubtract", "multiply", "rmultiply"),
+        values="both" if form in _COMPLEX_FORMS else "real",
+        holomorphic=form in _COMPLEX_FORMS,
     )
+
+
+# -- complex values ---------------------------------------------------------------------------
+
+
+def _cosh(b: float) -> float:
+    # a bound, so inf past float64's range (math.cosh raises OverflowError there)
+    return math.cosh(b) if b < 710.0 else math.inf
+
+
+def _trig_bound(xs, p):
+    # |sin z|, |cos z| <= cosh(|z|) for complex z (cosh(Im z) grows off the real axis)
+    x = xs[0]
+    return _cosh(x.bound) if x.dtype.kind == "c" else 1.0
+
+
+def _trig_slope(xs, p):
+    x = xs[0]
+    return (_cosh(x.bound) if x.dtype.kind == "c" else 1.0) * x.slope
+
+
+def _size(x) -> int:
+    return math.prod(x.shape)
+
+
+def _to_complex(b, x):
+    """`astype` to a complex dtype: from a real value, or a complex one at the other precision."""
+    single = x.dtype in (np.float32, np.complex64)
+    choices = ["complex64", "complex128"] if x.dtype.kind != "c" else []
+    choices = choices or ["complex128" if single else "complex64"]
+    return [x], {"dtype": b.choice(choices) if len(choices) > 1 else choices[0]}
 
 
 # -- the table --------------------------------------------------------------------------------
 # One row per operation; rows whose `needs` are not all exported by tracegrad.numpy are left
-# out, so programs grow with tracegrad. Rows shrink towards the top of the table.
+# out, so programs grow with tracegrad. Rows shrink towards the top of the table. `**_H` marks
+# rows complex programs may draw too, holomorphic ones; `**_C` the other rows they may draw
+# (kinks, real parts, lexicographic comparisons as NumPy and jax.numpy make them).
+
+_H = {"values": "both", "holomorphic": True}
+_C = {"values": "both"}
 
 # fmt: off
 OPS: tuple[Op, ...] = (
     # elementwise, smooth, any finite input
-    Op("sin", ("sin",), "np.sin({0})", lambda x: np.sin(x), _unary, _const_bound(1.0)),
+    Op("sin", ("sin",), "np.sin({0})", lambda x: np.sin(x), _unary, _trig_bound,
+       slope=_trig_slope, **_H),
     Op("add", ("add",), "{0} + {1}", lambda x, y: x + y, _binary,
-       lambda xs, p: xs[0].bound + xs[1].bound, slope=_sum_slope, linear=True),
+       lambda xs, p: xs[0].bound + xs[1].bound, slope=_sum_slope, linear=True, **_H),
     Op("multiply", ("multiply",), "{0} * {1}", lambda x, y: x * y, _binary,
-       lambda xs, p: xs[0].bound * xs[1].bound, slope=_product_slope),
+       lambda xs, p: xs[0].bound * xs[1].bound, slope=_product_slope, **_H),
     Op("subtract", ("subtract",), "{0} - {1}", lambda x, y: x - y, _binary,
-       lambda xs, p: xs[0].bound + xs[1].bound, slope=_sum_slope, linear=True),
+       lambda xs, p: xs[0].bound + xs[1].bound, slope=_sum_slope, linear=True, **_H),
     Op("divide", ("divide", "add", "multiply"), "{0} / (1.0 + {1} * {1})",
        lambda x, y: x / (1.0 + y * y), _binary, slope=_quotient_slope),
-    Op("cos", ("cos",), "np.cos({0})", lambda x: np.cos(x), _unary, _const_bound(1.0)),
+    Op("cos", ("cos",), "np.cos({0})", lambda x: np.cos(x), _unary, _trig_bound,
+       slope=_trig_slope, **_H),
     Op("tanh", ("tanh",), "np.tanh({0})", lambda x: np.tanh(x), _unary, _const_bound(1.0)),
     Op("exp", ("exp",), "np.exp({0})", lambda x: np.exp(x), _bounded(4.0),
-       lambda xs, p: math.exp(xs[0].bound), slope=_chain(math.exp)),
+       lambda xs, p: math.exp(xs[0].bound), slope=_chain(math.exp), **_H),
     Op("log", ("log", "multiply", "add"), "np.log({0} * {0} + 0.5)",
        lambda x: np.log(x * x + 0.5), _unary, _log_bound, slope=_chain(lambda b: 1.42)),
     Op("sqrt", ("sqrt", "multiply", "add"), "np.sqrt({0} * {0} + 0.25)",
        lambda x: np.sqrt(x * x + 0.25), _unary, lambda xs, p: xs[0].bound + 0.5),
     Op("square", ("square",), "np.square({0})", lambda x: np.square(x), _unary,
-       lambda xs, p: xs[0].bound ** 2, slope=_chain(lambda b: 2 * b)),
-    Op("negative", ("negative",), "-{0}", lambda x: -x, _unary, linear=True),
-    Op("scale", ("multiply",), "{0} * 0.5", lambda x: x * 0.5, _unary, linear=True),
+       lambda xs, p: xs[0].bound ** 2, slope=_chain(lambda b: 2 * b), **_H),
+    Op("negative", ("negative",), "-{0}", lambda x: -x, _unary, linear=True, **_H),
+    Op("scale", ("multiply",), "{0} * 0.5", lambda x: x * 0.5, _unary, linear=True, **_H),
     Op("shift", ("subtract",), "1.5 - {0}", lambda x: 1.5 - x, _unary,
-       lambda xs, p: xs[0].bound + 1.5, linear=True),
+       lambda xs, p: xs[0].bound + 1.5, linear=True, **_H),
     Op("arctan", ("arctan",), "np.arctan({0})", lambda x: np.arctan(x), _unary,
        _const_bound(1.6)),
     Op("arcsinh", ("arcsinh",), "np.arcsinh({0})", lambda x: np.arcsinh(x), _unary),
     Op("expm1", ("expm1",), "np.expm1({0})", lambda x: np.expm1(x), _bounded(4.0),
-       lambda xs, p: math.exp(xs[0].bound), slope=_chain(math.exp)),
+       lambda xs, p: math.exp(xs[0].bound), slope=_chain(math.exp), **_H),
     Op("log1p", ("log1p", "multiply"), "np.log1p({0} * {0})", lambda x: np.log1p(x * x),
        _unary, lambda xs, p: math.log1p(xs[0].bound ** 2)),
     Op("sinh", ("sinh",), "np.sinh({0})", lambda x: np.sinh(x), _bounded(4.0),
-       lambda xs, p: math.cosh(xs[0].bound), slope=_chain(math.cosh)),
+       lambda xs, p: math.cosh(xs[0].bound), slope=_chain(math.cosh), **_H),
     Op("cosh", ("cosh",), "np.cosh({0})", lambda x: np.cosh(x), _bounded(4.0),
-       lambda xs, p: math.cosh(xs[0].bound), slope=_chain(math.cosh)),
+       lambda xs, p: math.cosh(xs[0].bound), slope=_chain(math.cosh), **_H),
     Op("sigmoid", ("divide", "add", "exp", "negative"), "1.0 / (1.0 + np.exp(-{0}))",
        lambda x: 1.0 / (1.0 + np.exp(-x)), _bounded(30.0), _const_bound(1.0)),
     Op("power", ("power", "multiply", "add"), "np.power({0} * {0} + 0.5, 1.5)",
@@ -215,92 +261,120 @@ OPS: tuple[Op, ...] = (
     Op("arctan2", ("arctan2", "add", "multiply"), "np.arctan2({0}, 1.0 + {1} * {1})",
        lambda x, y: np.arctan2(x, 1.0 + y * y), _binary, _const_bound(1.6), slope=_quotient_slope),
     Op("where_mask", ("where",), "np.where(np.arange({n}) % 2 == 0, {0}, {1})",
-       lambda x, y, *, n: np.where(np.arange(n) % 2 == 0, x, y), _where_mask, linear=True),
+       lambda x, y, *, n: np.where(np.arange(n) % 2 == 0, x, y), _where_mask, linear=True,
+       **_H),
     Op("astype", ("astype",), "{0}.astype(np.{dtype})",
        lambda x, *, dtype: x.astype(dtype),
        lambda b, x: ([x], {"dtype": "float32" if x.dtype == np.float64 else "float64"}),
        linear=True),
     # elementwise with kinks (forward checks only)
-    Op("abs", ("abs",), "np.abs({0})", lambda x: np.abs(x), _unary, smooth=False),
+    Op("abs", ("abs",), "np.abs({0})", lambda x: np.abs(x), _unary, smooth=False, **_C),
     Op("relu", ("maximum",), "np.maximum({0}, 0.0)", lambda x: np.maximum(x, 0.0), _unary,
-       smooth=False),
+       smooth=False, **_C),
     Op("clip", ("clip",), "np.clip({0}, -1.0, 1.0)", lambda x: np.clip(x, -1.0, 1.0), _unary,
        _const_bound(1.0), smooth=False),
     Op("maximum", ("maximum",), "np.maximum({0}, {1})", lambda x, y: np.maximum(x, y), _binary,
-       smooth=False),
+       smooth=False, **_C),
     Op("minimum", ("minimum",), "np.minimum({0}, {1})", lambda x, y: np.minimum(x, y), _binary,
-       smooth=False),
+       smooth=False, **_C),
     Op("where", ("where", "greater"), "np.where({0} > {1}, {0}, {1})",
-       lambda x, y: np.where(x > y, x, y), _binary, smooth=False),
+       lambda x, y: np.where(x > y, x, y), _binary, smooth=False, **_C),
     # reductions
     Op("sum", ("sum",), _kw_text("sum"), _np_call("sum"), _reduction(), _sum_bound,
-       slope=_sum_slope_red, linear=True),
+       slope=_sum_slope_red, linear=True, **_H),
     Op("sum_method", ("sum",), _kw_text("sum", method=True), _method_call("sum"),
-       _reduction(), _sum_bound, slope=_sum_slope_red, linear=True),
+       _reduction(), _sum_bound, slope=_sum_slope_red, linear=True, **_H),
     Op("mean", ("mean",), _kw_text("mean"), _np_call("mean"), _reduction(nonempty=True),
-       linear=True),
+       linear=True, **_H),
     Op("prod", ("prod",), _kw_text("prod"), _np_call("prod"), _reduction(), _prod_bound,
-       slope=_prod_slope),
+       slope=_prod_slope, **_H),
     Op("var", ("var",), _kw_text("var"), _np_call("var"), _reduction(nonempty=True),
-       lambda xs, p: xs[0].bound ** 2, slope=lambda xs, p: 4 * xs[0].bound * xs[0].slope),
+       lambda xs, p: xs[0].bound ** 2, slope=lambda xs, p: 4 * xs[0].bound * xs[0].slope, **_C),
     Op("max", ("max",), _kw_text("max"), _np_call("max"), _reduction(nonempty=True),
-       smooth=False),
+       smooth=False, **_C),
     Op("min", ("min",), _kw_text("min"), _np_call("min"), _reduction(nonempty=True),
-       smooth=False),
+       smooth=False, **_C),
     Op("std", ("std",), _kw_text("std"), _np_call("std"), _reduction(nonempty=True),
-       smooth=False),
+       smooth=False, **_C),
     Op("cumsum", ("cumsum",), _kw_text("cumsum"), _np_call("cumsum"),
-       _reduction(keepdims=False, tuple_=False), _sum_bound, slope=_sum_slope_red, linear=True),
+       _reduction(keepdims=False, tuple_=False), _sum_bound, slope=_sum_slope_red, linear=True,
+       **_H),
     # shapes
     Op("reshape", ("reshape",), "np.reshape({0}, {shape!r})",
-       lambda x, *, shape: np.reshape(x, shape), _reshape, linear=True),
+       lambda x, *, shape: np.reshape(x, shape), _reshape, linear=True, **_H),
     Op("reshape_method", ("reshape",), "{0}.reshape({shape!r})",
-       lambda x, *, shape: x.reshape(shape), _reshape, linear=True),
-    Op("T", ("transpose",), "{0}.T", lambda x: x.T, _unary, linear=True),
+       lambda x, *, shape: x.reshape(shape), _reshape, linear=True, **_H),
+    Op("T", ("transpose",), "{0}.T", lambda x: x.T, _unary, linear=True, **_H),
     Op("transpose", ("transpose",), "np.transpose({0}, {axes!r})",
-       lambda x, *, axes: np.transpose(x, axes), _transpose_perm, linear=True),
+       lambda x, *, axes: np.transpose(x, axes), _transpose_perm, linear=True, **_H),
     Op("broadcast_to", ("broadcast_to",), "np.broadcast_to({0}, {shape!r})",
-       lambda x, *, shape: np.broadcast_to(x, shape), _broadcast_target, linear=True),
+       lambda x, *, shape: np.broadcast_to(x, shape), _broadcast_target, linear=True, **_H),
     Op("expand_dims", ("expand_dims",), "np.expand_dims({0}, {axis!r})",
-       lambda x, *, axis: np.expand_dims(x, axis), _expand_dims, linear=True),
+       lambda x, *, axis: np.expand_dims(x, axis), _expand_dims, linear=True, **_H),
     Op("squeeze", ("squeeze",), "np.squeeze({0}, axis={axis!r})",
-       lambda x, *, axis: np.squeeze(x, axis=axis), _squeeze, linear=True),
+       lambda x, *, axis: np.squeeze(x, axis=axis), _squeeze, linear=True, **_H),
     Op("swapaxes", ("swapaxes",), "np.swapaxes({0}, {a}, {b})",
-       lambda x, *, a, b: np.swapaxes(x, a, b), _two_axes, linear=True),
+       lambda x, *, a, b: np.swapaxes(x, a, b), _two_axes, linear=True, **_H),
     Op("moveaxis", ("moveaxis",), "np.moveaxis({0}, {a}, {b})",
-       lambda x, *, a, b: np.moveaxis(x, a, b), _two_axes, linear=True),
-    Op("flip", ("flip",), _kw_text("flip"), _np_call("flip"), _flip, linear=True),
-    Op("ravel", ("ravel",), "np.ravel({0})", lambda x: np.ravel(x), _unary, linear=True),
+       lambda x, *, a, b: np.moveaxis(x, a, b), _two_axes, linear=True, **_H),
+    Op("flip", ("flip",), _kw_text("flip"), _np_call("flip"), _flip, linear=True, **_H),
+    Op("ravel", ("ravel",), "np.ravel({0})", lambda x: np.ravel(x), _unary, linear=True, **_H),
     Op("concatenate", ("concatenate",), _join_text("concatenate"),
-       lambda x, y, *, axis: np.concatenate([x, y], axis=axis), _join(stack=False), linear=True),
+       lambda x, y, *, axis: np.concatenate([x, y], axis=axis), _join(stack=False), linear=True,
+       **_H),
     Op("stack", ("stack",), _join_text("stack"),
-       lambda x, y, *, axis: np.stack([x, y], axis=axis), _join(stack=True), linear=True),
+       lambda x, y, *, axis: np.stack([x, y], axis=axis), _join(stack=True), linear=True, **_H),
     # indexing
     Op("index", ("getitem",), lambda n, p: f"{n[0]}[{_index_text(p['index'])}]",
-       lambda x, *, index: x[index], _basic_index, linear=True),
+       lambda x, *, index: x[index], _basic_index, linear=True, **_H),
     Op("index_array", ("getitem", "take"), lambda n, p: f"{n[0]}[{_index_text(p['index'])}]",
-       lambda x, *, index: x[index], _array_index, linear=True),
+       lambda x, *, index: x[index], _array_index, linear=True, **_H),
     Op("take", ("take",), "np.take({0}, {indices!r}, axis={axis})",
-       lambda x, *, indices, axis: np.take(x, indices, axis=axis), _take, linear=True),
+       lambda x, *, indices, axis: np.take(x, indices, axis=axis), _take, linear=True, **_H),
     # linear algebra
     Op("matmul", ("matmul",), "{0} @ {1}", lambda x, y: x @ y, _matmul, _matmul_bound,
-       slope=_matmul_slope),
+       slope=_matmul_slope, **_H),
     Op("dot", ("dot",), "np.dot({0}, {1})", lambda x, y: np.dot(x, y), _dot, _matmul_bound,
-       slope=_matmul_slope),
+       slope=_matmul_slope, **_H),
     Op("einsum_matmul", ("einsum",), "np.einsum('ij,jk->ik', {0}, {1})",
        lambda x, y: np.einsum("ij,jk->ik", x, y), _einsum_matmul, _matmul_bound,
-       slope=_matmul_slope),
+       slope=_matmul_slope, **_H),
     Op("matmul_gram", ("matmul", "swapaxes"), _gram_text, _gram_call,
-       lambda b, x: ([x], {}) if x.ndim >= 2 else None, _gram_bound, slope=_gram_slope),
+       lambda b, x: ([x], {}) if x.ndim >= 2 else None, _gram_bound, slope=_gram_slope, **_H),
     Op("einsum_gram", ("einsum",), "np.einsum('...ij,...kj->...ik', {0}, {0})",
        lambda x: np.einsum("...ij,...kj->...ik", x, x),
-       lambda b, x: ([x], {}) if x.ndim >= 2 else None, _gram_bound, slope=_gram_slope),
+       lambda b, x: ([x], {}) if x.ndim >= 2 else None, _gram_bound, slope=_gram_slope, **_H),
     Op("einsum_outer", ("einsum",), "np.einsum('i,j->ij', {0}, {1})",
        lambda x, y: np.einsum("i,j->ij", x, y), _einsum_outer,
-       lambda xs, p: xs[0].bound * xs[1].bound, slope=_product_slope),
+       lambda xs, p: xs[0].bound * xs[1].bound, slope=_product_slope, **_H),
     Op("einsum_inner", ("einsum",), "np.einsum('...i,...i->...', {0}, {1})",
        lambda x, y: np.einsum("...i,...i->...", x, y), _einsum_inner, _matmul_bound,
-       slope=_matmul_slope),
+       slope=_matmul_slope, **_H),
+    # complex values: made, taken apart, conjugated (complex programs only)
+    Op("conj", ("conj",), "np.conj({0})", lambda x: np.conj(x), _unary, linear=True,
+       values="complex"),
+    Op("real", ("real",), "np.real({0})", lambda x: np.real(x), _unary, linear=True,
+       values="complex"),
+    Op("imag", ("imag",), "np.imag({0})", lambda x: np.imag(x), _unary, linear=True,
+       values="complex"),
+    Op("abs2", ("real", "conj", "multiply"), "np.real({0} * np.conj({0}))",
+       lambda x: np.real(x * np.conj(x)), _unary, lambda xs, p: xs[0].bound ** 2,
+       slope=_chain(lambda b: 2 * b), values="complex"),
+    Op("exp_i", ("exp", "multiply"), "np.exp(1j * {0})", lambda x: np.exp(1j * x),
+       _bounded(4.0), lambda xs, p: math.exp(xs[0].bound), slope=_chain(math.exp),
+       values="complex", holomorphic=True),
+    Op("rotate", ("multiply",), "{0} * (0.6 + 0.8j)", lambda x: x * (0.6 + 0.8j), _unary,
+       linear=True, values="complex", holomorphic=True),
+    Op("to_complex", ("astype",), "{0}.astype(np.{dtype})",
+       lambda x, *, dtype: x.astype(dtype), _to_complex, linear=True, values="complex",
+       holomorphic=True),
+    Op("cdivide", ("divide", "add", "multiply", "conj"), "{0} / (2.0 + {1} * np.conj({1}))",
+       lambda x, y: x / (2.0 + y * np.conj(y)), _binary, lambda xs, p: 0.5 * xs[0].bound,
+       slope=lambda xs, p: 0.5 * xs[0].slope + 0.5 * xs[0].bound * xs[1].slope,
+       values="complex"),
+    Op("vdot", ("vdot",), "np.vdot({0}, {1})", lambda x, y: np.vdot(x, y), _einsum_inner,
+       lambda xs, p: xs[0].bound * xs[1].bound * max(1, _size(xs[0])),
+       slope=lambda xs, p: max(1, _size(xs[0])) * _product_slope(xs, p), values="complex"),
     # integer operands of every binary ufunc
     *(_int_operand(form) for form in _INT_FORMS),
 )

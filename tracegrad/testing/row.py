@@ -24,6 +24,10 @@ class _Var:
         return len(self.shape)
 
 
+#: the programs an `Op` row may appear in: real ones, both kinds, or complex ones only
+VALUES = ("real", "both", "complex")
+
+
 def _same_bound(xs, p):
     return max(x.bound for x in xs)
 
@@ -68,6 +72,12 @@ class Op:
     `max_slope`, so finite differences resolve smooth programs. `needs` lists the
     `tracegrad.numpy` names the row uses: a row is offered only when all are exported.
     `smooth=False` marks rows with kinks, excluded from programs meant for differentiation.
+    `values` says which programs may draw the row: "real" ones only (the default: a row with a
+    branch cut or a pole a complex value could reach, or one jax.numpy refuses on complex),
+    "both", or "complex" ones only (rows that make or take apart complex values: `conj`,
+    `real`, `exp(1j * x)`); on complex operands, `bound` and `slope` bound magnitudes.
+    `holomorphic` rows are complex-differentiable (programs with `holomorphic=True` draw only
+    those).
     """
 
     name: str
@@ -79,6 +89,8 @@ class Op:
     smooth: bool = True
     slope: Callable = _same_slope
     linear: bool = False
+    values: str = attrs.field(default="real", validator=attrs.validators.in_(VALUES))
+    holomorphic: bool = False
 
     def __repr__(self) -> str:
         return f"Op({self.name})"

@@ -15,11 +15,12 @@ The parts, bottom up: `grad_mode`, `hooks`, `tensor` (the class), `graph` (the r
 """
 
 from tracegrad.torch import autograd, grad_mode, nn, ops, optim
+from tracegrad.torch.creation_from_data import tensor
 from tracegrad.torch.dtypes import *  # noqa: F403 - the dtype names, listed in dtypes.DTYPES
 from tracegrad.torch.dtypes import DTYPES, get_default_dtype, set_default_dtype
 from tracegrad.torch.grad_mode import *  # noqa: F403 - the grad modes, in grad_mode.__all__
 from tracegrad.torch.ops import *  # noqa: F403 - PyTorch's functions, listed in ops.__all__
-from tracegrad.torch.tensor import Tensor, tensor
+from tracegrad.torch.tensor import Tensor
 
 __all__ = [
     "Tensor",

@@ -11,6 +11,7 @@ int8, int16, int32, int64 = (np.dtype(t) for t in ("int8", "int16", "int32", "in
 uint8, bool = np.dtype("uint8"), np.dtype("bool")  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+cfloat, cdouble = complex64, complex128
 
 DTYPES = (
     "float16",
@@ -30,6 +31,8 @@ DTYPES = (
     "long",
     "complex64",
     "complex128",
+    "cfloat",
+    "cdouble",
 )
 
 __all__ = list(DTYPES)

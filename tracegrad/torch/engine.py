@@ -6,6 +6,12 @@ functional backward pass takes) to each node's saved values, around it the PyTor
 tensor and node hooks in PyTorch's order, `retain_grad` tensors, released saved values,
 anomaly checks. Without `create_graph` the pass runs on arrays; with it, on tensors in grad
 mode, so it records a graph of its own that can be differentiated again.
+
+Complex numbers: the rules follow JAX (transposes under Re(sum(a * b))), and PyTorch's gradient
+is the conjugate of that cotangent on every edge. So the pass conjugates at its boundary and
+nowhere else (`torch_gradient`): seeds and `grad_outputs` on the way in, and every gradient a
+user sees on the way out (`.grad`, `autograd.grad`'s results, retained grads, tensor and node
+hooks, and a custom Function's backward), with a recorded conjugation under `create_graph`.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from operator import attrgetter
 import numpy as np
 
 from tracegrad.core import bind
+from tracegrad.diagnostics import provenance, tensor_causes
 from tracegrad.ir.graph import Node
-from tracegrad.primitives.elementwise import positive_p
+from tracegrad.primitives.elementwise import conjugate_p, positive_p
 from tracegrad.torch.grad_mode import (
     _enabled,
     is_anomaly_check_nan_enabled,
@@ -139,8 +146,14 @@ def _seeds(roots, grads, api: str, create: bool) -> list:
                 f"{api}: expected tensors to differentiate, got {type(out).__name__} at index {i}"
             )
         if g is None:
-            if out._requires_grad and out.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if out._requires_grad:
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if out.dtype.kind != "f":
+                    raise RuntimeError(
+                        "grad can be implicitly created only for real scalar outputs but got "
+                        f"{out.dtype.name}"
+                    )
             g = np.ones(out.shape, out.dtype)
         elif isinstance(g, Tensor):
             if g.shape != out.shape:
@@ -148,20 +161,52 @@ def _seeds(roots, grads, api: str, create: bool) -> list:
                     f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
                     f"output[{i}] has a shape of {out.shape}."
                 )
+            if (g.dtype.kind == "c") != (out.dtype.kind == "c"):
+                raise RuntimeError(
+                    "For complex Tensors, both grad_output and output are required to have the "
+                    f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
+                    f"{g.dtype.name} and output[{i}] has a dtype of {out.dtype.name}."
+                )
             if g.dtype != out.dtype:
                 g = g._astype(out.dtype) if create else g._cell.value.astype(out.dtype)
             elif not create:
                 g = g._cell.value
+            g = torch_gradient(g)  # the pass runs on the conjugate of a complex seed
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         if not out._requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn"
+                + tensor_causes.no_grad_fn(out)
             )
         if create and not isinstance(g, Tensor):
             g = Tensor._wrap(g)
         seeds.append(g)
     return seeds
+
+
+def torch_gradient(g):
+    """PyTorch's gradient for the pass's cotangent `g`, and the pass's cotangent for PyTorch's
+    gradient: the conjugate of a complex value (the same map both ways), a real one as it is.
+
+    The rules transpose under Re(sum(a * b)) as JAX's do, so their cotangent is the conjugate
+    of PyTorch's (conjugate Wirtinger) gradient on every edge: for a real loss of z = x + iy,
+    df/dx - i df/dy where PyTorch has df/dx + i df/dy. A tensor is conjugated by a recorded
+    operation, so that a `create_graph` gradient differentiates again."""
+    if g is None:
+        return None
+    if isinstance(g, Tensor):  # only under create_graph: recorded even inside no_grad()
+        if g.dtype.kind != "c":
+            return g
+        token = _enabled.set(True)
+        try:
+            out = bind(conjugate_p, g)
+        finally:
+            _enabled.reset(token)
+        if g._grad_fn is not None and out._grad_fn is not None:
+            out._grad_fn._name = g._grad_fn.name()  # shown as the operation it conjugates
+        return out
+    return np.conj(g) if np.iscomplexobj(g) else g
 
 
 def _zeros_like(t: Tensor) -> Tensor:
@@ -209,6 +254,9 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
     runs = _runs(order, sources, set(captures) if accumulate else set())
     state = _Pass(fn_of, runs, captures, create, retain, accumulate, inputs)
     token = _enabled.set(create)
+    # tracegrad.diagnostics: the nodes this call releases remember its line
+    freeing = tensor_causes.FREEING[0]
+    tensor_causes.FREEING[0] = None if retain else provenance.user_site()
     try:
         # as PyTorch, no floating-point warnings from derivatives (sqrt's at 0 is inf)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -219,6 +267,7 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
         _deliver(targets, leaf_bars, results, create, accumulate)
     finally:
         _enabled.reset(token)
+        tensor_causes.FREEING[0] = freeing
     return results, reached
 
 
@@ -318,7 +367,8 @@ def _hook_name(hook) -> str:
 
 
 def _leaf(acc: AccumulateGrad, bar, create: bool):
-    """A leaf's gradient after its tensor hooks and its node's pre-hooks."""
+    """A leaf's gradient (PyTorch's) after its tensor hooks and its node's pre-hooks."""
+    bar = torch_gradient(bar)
     var = acc.variable
     if var._hooks:
         bar = _apply_hooks(var._hooks, bar, create)
@@ -424,23 +474,27 @@ class _Pass:
             for i, b in enumerate(bars):
                 if b is None:
                     continue
+                g = torch_gradient(b)  # what hooks, retained and captured grads see
                 hooks = fn._tensor_hooks.get(i) if fn._tensor_hooks else None
                 if hooks:
-                    b = bars[i] = _apply_hooks(hooks, b, self.create)
+                    g = _apply_hooks(hooks, g, self.create)
+                    bars[i] = torch_gradient(g)
                 for ref in (fn._retained or {}).get(i, ()):
                     t = ref()
                     if t is not None:
-                        _accumulate_retained(t, b, self.create)
+                        _accumulate_retained(t, g, self.create)
                 positions = self.captures.get(node, {}).get(i, ())
                 if positions and self.accumulate:
-                    _accumulate_retained(self.inputs[positions[0]], b, self.create)
+                    _accumulate_retained(self.inputs[positions[0]], g, self.create)
                 for pos in () if self.accumulate else positions:
-                    self.captured[pos] = _as_tensor(b)
+                    self.captured[pos] = _as_tensor(g)
             bar = prim.result(bars)
         if node not in self.runs:
             return None
         if fn._pre_hooks:
-            bar = prim.result(_run_prehooks(fn._pre_hooks, prim.results(bar), self.create))
+            grads = [torch_gradient(b) for b in prim.results(bar)]
+            grads = _run_prehooks(fn._pre_hooks, grads, self.create)
+            bar = prim.result([torch_gradient(g) for g in grads])
         return bar
 
     def after(self, node: Node, bar, in_bars):
@@ -448,19 +502,26 @@ class _Pass:
         them); releases a custom Function's ctx and checks for NaN in anomaly mode."""
         fn = self.fn_of[node]
         if fn._post_hooks:
-            grad_inputs = tuple(None if b is None else _as_tensor(b) for b in in_bars)
-            outs = node.prim.results(bar)
-            grad_outputs = tuple(None if b is None else _as_tensor(b) for b in outs)
+            grad_inputs = tuple(_torch_tensor(b) for b in in_bars)
+            grad_outputs = tuple(_torch_tensor(b) for b in node.prim.results(bar))
             for hook in list(fn._post_hooks):
                 new = hook(grad_inputs, grad_outputs)
                 if new is not None:
                     grad_inputs = tuple(new)
-            in_bars = [g if self.create or g is None else g._cell.value for g in grad_inputs]
+            in_bars = [
+                torch_gradient(g if self.create or g is None else g._cell.value)
+                for g in grad_inputs
+            ]
         if fn._on_release is not None and not self.retain:
             fn.release()
         if self.anomaly:
             _check_nan(fn, in_bars)
         return in_bars
+
+
+def _torch_tensor(b):
+    """A cotangent of the pass as the tensor a node hook receives (PyTorch's gradient)."""
+    return None if b is None else _as_tensor(torch_gradient(b))
 
 
 def _check_nan(fn, in_bars) -> None:

@@ -5,7 +5,8 @@ node for the whole call: a primitive made for the class (one per class and outpu
 whose vjp rule calls `backward(ctx, *grad_outputs)`. The node, its `GradFn`, hooks,
 `retain_graph` and `create_graph` then behave as for any other operation; with
 `create_graph=True` the backward runs in grad mode, so a backward written with tensor
-operations can be differentiated again.
+operations can be differentiated again. A complex backward gets and returns PyTorch's
+gradients (the conjugates of the pass's cotangents, `engine.torch_gradient`).
 
 The ctx holds what forward saved. A saved output is kept as its array (a tensor handle is
 rebuilt when `saved_tensors` is read), and the ctx reaches its `GradFn` weakly, so the
@@ -22,6 +23,7 @@ import numpy as np
 from tracegrad.ir.graph import Node, Params
 from tracegrad.ir.primitive import Primitive
 from tracegrad.primitives.broadcasting import unbroadcast
+from tracegrad.torch.engine import torch_gradient
 from tracegrad.torch.grad_mode import _enabled, no_grad
 from tracegrad.torch.graph import FREED, GradFn, edge_and_fn
 from tracegrad.torch.recording import _aval, _constant_edge
@@ -203,6 +205,7 @@ def _function_vjp(bar, *primals, out, ctx, cls, n_args, positions):
     for b, o in zip(bars, outs):
         if b is None and ctx.materialize_grads:
             b = np.zeros(np.shape(o), np.asarray(o).dtype)
+        b = torch_gradient(b)  # the user's backward is written for PyTorch's convention
         grads.append(b if b is None or isinstance(b, Tensor) else Tensor._wrap(b))
     result = cls.backward(ctx, *grads)
     result = result if isinstance(result, tuple) else (result,)
@@ -234,7 +237,7 @@ def _function_vjp(bar, *primals, out, ctx, cls, n_args, positions):
                     f"{list(g.shape)} but expected shape compatible with {list(shape)}"
                 )
             g = _sum_to(g, shape)
-        cotangents.append(g if create else g._cell.value)
+        cotangents.append(torch_gradient(g if create else g._cell.value))
     return tuple(cotangents)
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracegrad.torch.creation_from_data import _check_device, tensor
 from tracegrad.torch.ops import creation
-from tracegrad.torch.tensor import Tensor, _check_device, tensor
+from tracegrad.torch.tensor import Tensor
 
 __all__ = ["Generator", "default_generator"]
 

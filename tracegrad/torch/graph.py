@@ -16,6 +16,7 @@ import weakref
 
 import numpy as np
 
+from tracegrad.diagnostics import tensor_causes
 from tracegrad.ir.graph import Edge, Node, arg_node
 from tracegrad.ir.types import Aval, shape_of
 from tracegrad.torch.grad_mode import is_anomaly_enabled
@@ -155,7 +156,9 @@ class GradFn(_Hooks):
         # pinned: a composite whose PyTorch node saves only sizes (mean divides by a count)
         if self._state == GradFn.SAVED and not self._pinned:
             self._state = GradFn.FREED
-            self._values = self._outs = self._versions = None
+            self._values = self._outs = None
+            # freed: the slot now keeps the freeing backward call's line, for the message
+            self._versions = tensor_causes.FREEING[0]
 
     def saved(self, as_tensors: bool) -> tuple[list, object]:
         """The inputs and output(s) the vjp rule reads: arrays, or tensors to record through
@@ -166,7 +169,7 @@ class GradFn(_Hooks):
             ins = [_stand_in(e.aval) for e in node.inputs]
             return ins, node.prim.result([_stand_in(a) for a in node.out_avals])
         if state == GradFn.FREED:
-            raise RuntimeError(FREED)
+            raise RuntimeError(FREED + tensor_causes.freed(self))
         for cell, version, owner in self._versions:
             if cell.version != version:
                 if isinstance(owner, int):  # output `owner` of this node
@@ -252,7 +255,7 @@ def _version_message(cell, version, owner) -> str:
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: {described} is at version {cell.version}; expected version {version} "
-        f"instead. {hint}"
+        f"instead. {hint}" + tensor_causes.version_changed(cell, version)
     )
 
 

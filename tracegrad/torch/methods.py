@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracegrad.torch.creation_from_data import _check_device, tensor
 from tracegrad.torch.engine import backward as _backward
 from tracegrad.torch.ops.arithmetic import (
     abs,
@@ -87,6 +88,17 @@ from tracegrad.torch.ops.comparisons import (
     lt,
     ne,
 )
+from tracegrad.torch.ops.complex_numbers import (
+    angle,
+    conj,
+    conj_physical,
+    imag_property,
+    is_complex,
+    is_conj,
+    real_property,
+    resolve_conj,
+    sgn,
+)
 from tracegrad.torch.ops.creation import (
     empty,
     full,
@@ -148,7 +160,6 @@ from tracegrad.torch.ops.shapes import (
     view_as,
 )
 from tracegrad.torch.recording import record
-from tracegrad.torch.tensor import _check_device, tensor
 
 
 def _reflected(fn):
@@ -300,6 +311,8 @@ _METHODS = {
     "float": lambda self: _to(self, np.float32),
     "double": lambda self: _to(self, np.float64),
     "half": lambda self: _to(self, np.float16),
+    "cfloat": lambda self: _to(self, np.complex64),
+    "cdouble": lambda self: _to(self, np.complex128),
     "int": lambda self: _to(self, np.int32),
     "long": lambda self: _to(self, np.int64),
     "bool": lambda self: _to(self, np.bool_),
@@ -321,6 +334,15 @@ _METHODS = {
     ),
     "where": lambda self, condition, other: where(condition, self, other),
     "is_floating_point": lambda self: self.dtype.kind == "f",
+    "real": real_property,
+    "imag": imag_property,
+    "conj": conj,
+    "conj_physical": conj_physical,
+    "resolve_conj": resolve_conj,
+    "is_conj": is_conj,
+    "is_complex": is_complex,
+    "angle": angle,
+    "sgn": sgn,
     "__getitem__": _getitem,
     "__setitem__": _setitem,
     "__add__": add,

@@ -16,6 +16,8 @@ import weakref
 
 import numpy as np
 
+from tracegrad import config
+from tracegrad.diagnostics import checks, provenance, tensor_causes
 from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node
 from tracegrad.ir.types import Aval
 from tracegrad.torch.grad_mode import _anomaly, _enabled
@@ -40,9 +42,13 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         else:
             values.append(a)
     out = prim.impl(*values, **params)
+    if config.debug_nans or config.debug_infs:  # tracegrad.diagnostics
+        checks.check(prim.name, values, prim.results(out), provenance.current())
     # Non-differentiable primitives with float results (floor, sign) are recorded too: as in
     # PyTorch their results require grad and pass a zero gradient.
     if not (needs and _enabled.get()):
+        if config.provenance or config.debug_nans or config.debug_infs:
+            return _unrecorded_result(out, prim, args, needs)  # tracegrad.diagnostics: why
         if not prim.multiple_results:  # the common case, kept short
             return _result(out, prim, args)
         return tuple([_result(o, prim, args) for o in out])
@@ -72,9 +78,10 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         edges.append(edge)
         nexts.append(nxt)
     params = Params(params) if params else EMPTY_PARAMS
-    if _anomaly.get()[0]:
-        return _with_stack(_record_node(prim, args, values, edges, nexts, versions, out, params))
-    return _record_node(prim, args, values, edges, nexts, versions, out, params)
+    result = _record_node(prim, args, values, edges, nexts, versions, out, params)
+    if config.provenance or config.debug_nans or config.debug_infs:
+        provenance.note_result(result)  # tracegrad.diagnostics: the user's line
+    return _with_stack(result) if _anomaly.get()[0] else result
 
 
 _NONE: frozenset = frozenset()
@@ -148,6 +155,14 @@ def _aval(value: np.ndarray) -> Aval:
             _AVALS.clear()
         aval = _AVALS[key] = Aval(value.shape, value.dtype)
     return aval
+
+
+def _unrecorded_result(out, prim, args, needs: bool):
+    """Results that record no node, marked with why (grad mode off while an input requires
+    grad, or an input marked so) for a later backward to say (diagnostics.tensor_causes)."""
+    result = tuple(_result(o, prim, args) for o in prim.results(out))
+    tensor_causes.mark_unrecorded(result, args, needs)
+    return prim.result(result)
 
 
 def _result(out, prim, args) -> Tensor:

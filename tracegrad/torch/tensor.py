@@ -23,26 +23,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tracegrad.core import Boxed, _numpy_dispatch  # NumPy functions on tensors follow NumPy
+from tracegrad.diagnostics import tensor_causes
 from tracegrad.primitives.elementwise import astype
 from tracegrad.torch.dtypes import _default_complex, get_default_dtype
 from tracegrad.torch.grad_mode import _enabled
 from tracegrad.torch.hooks import RemovableHandle
+from tracegrad.torch.printing import add_suffixes, values_text
 
 if TYPE_CHECKING:  # annotations only: the node classes build on this module
     from tracegrad.torch.graph import GradFn
-
-
-def _format(value: np.ndarray) -> str:
-    """PyTorch's printing: four decimals, scientific when the magnitudes span a lot."""
-    kw = {}
-    if value.dtype.kind == "f" and value.size:
-        finite = np.abs(value[np.isfinite(value)].astype(np.float64))
-        nonzero = finite[finite != 0]
-        if nonzero.size and (nonzero.max() >= 1e8 or nonzero.max() / nonzero.min() > 1e3):
-            kw["formatter"] = {"float_kind": lambda v: f"{v:.4e}"}
-        elif bool(np.any(finite != np.round(finite))):
-            kw["floatmode"] = "fixed"
-    return np.array2string(value, separator=", ", prefix="tensor(", precision=4, **kw)
 
 
 def type_string(dtype, shape) -> str:
@@ -104,19 +93,32 @@ class _Implemented:
         if name != self.name:
             raise TypeError(f"Tensor: {name!r} is declared as {self.name!r}")
 
-    def __get__(self, obj, owner=None):
+    def _implementation(self):
         # The one upward import of the shim: the methods' modules import this one.
         from tracegrad.torch.methods import METHODS
 
         impl = METHODS[self.name]
         setattr(Tensor, self.name, impl)
-        return impl.__get__(obj, Tensor)  # a method bound to obj, or a property's value
+        return impl
+
+    def __get__(self, obj, owner=None):
+        # a method bound to obj, or a property's value
+        return self._implementation().__get__(obj, Tensor)
+
+    def __set__(self, obj, value) -> None:
+        # `z.real = v` before any read of `z.real`: the property's setter
+        impl = self._implementation()
+        setter = getattr(impl, "__set__", None)
+        if setter is None:
+            raise AttributeError(f"'Tensor' object attribute '{self.name}' is read-only")
+        setter(obj, value)
 
 
 def _implemented(*names: str) -> tuple[_Implemented, ...]:
     return tuple(_Implemented(n) for n in names)
 
 
+_COMPLEX_TO_REAL = "Casting complex values to real discards the imaginary part"
 _SCALAR_WARNING = (
     "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
     "Consider using tensor.detach() first."
@@ -137,6 +139,7 @@ class Tensor(Boxed):
         "_post_acc_hooks",
         "_retains_grad",
         "_acc",
+        "_conj",
         "__weakref__",
     )
     __array_priority__ = 1000
@@ -147,6 +150,8 @@ class Tensor(Boxed):
         self._init(_Cell(_readonly(value)), None, 0)
         if requires_grad:
             self._set_requires_grad(True, _FACTORY_FLAG)
+        else:
+            tensor_causes.created(self, "leaf")  # tracegrad.diagnostics: the line, if on
 
     def _init(self, cell: _Cell, grad_fn: GradFn | None, index: int) -> None:
         self._cell = cell
@@ -159,6 +164,7 @@ class Tensor(Boxed):
         self._post_acc_hooks = None
         self._retains_grad = False
         self._acc = None
+        self._conj = False  # the result of `conj()` (PyTorch's conjugate bit, for `is_conj`)
 
     @classmethod
     def _wrap(cls, value, grad_fn: GradFn | None = None, index: int = 0) -> Tensor:
@@ -248,6 +254,7 @@ class Tensor(Boxed):
         value = new._cell.value if isinstance(new, Tensor) else _readonly(np.array(new))
         self._cell.value = value
         self._cell.version += 1
+        tensor_causes.rebound(self._cell)  # tracegrad.diagnostics: the line, if on
 
     @property
     def grad(self):
@@ -298,6 +305,11 @@ class Tensor(Boxed):
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
+        if self._conj and not force:  # PyTorch's conjugate is lazy: its memory is not conj(z)
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that has conjugate bit set. Use "
+                "tensor.resolve_conj().numpy() instead."
+            )
         return self._cell.value
 
     def __array__(self, dtype=None, copy=None):
@@ -327,15 +339,27 @@ class Tensor(Boxed):
             raise ValueError("only one element tensors can be converted to Python scalars")
         return value.item()
 
+    def _real_scalar(self, c_type: str):
+        """The number for float() or int(): a complex one only when it is real, as PyTorch."""
+        number = self._scalar()
+        if isinstance(number, complex):
+            if number.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+            number = number.real
+        return number
+
     def __float__(self) -> float:
         # PyTorch warns here (and not in int(), complex() or item()): the number keeps no
         # gradient. Only in grad mode, as PyTorch.
         if self.requires_grad and _enabled.get():
             warnings.warn(_SCALAR_WARNING, UserWarning, stacklevel=2)
-        return float(self._scalar())
+        return float(self._real_scalar("double"))
 
     def __int__(self) -> int:
-        return int(self._scalar())
+        return int(self._real_scalar("int64_t"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
 
     def __bool__(self) -> bool:
         value = self._cell.value
@@ -363,19 +387,22 @@ class Tensor(Boxed):
 
     def __repr__(self) -> str:
         value = self._cell.value
-        body = _format(value)
-        extras = []
+        body = values_text(value, len("tensor("))
+        extras = []  # (text, its length in PyTorch's repr, where dtypes read `torch.float64`)
         if value.size == 0 and value.ndim != 1:
-            extras.append(f"size={value.shape}")
+            extras.append((f"size={value.shape}", len(f"size={value.shape}")))
         defaults = (get_default_dtype(), np.dtype(np.int64), np.dtype(np.bool_), _default_complex())
+        if value.size == 0:  # no values to tell an int64 or a complex tensor by, as PyTorch
+            defaults = (get_default_dtype(),)
         if value.dtype not in defaults:
-            extras.append(f"dtype={value.dtype.name}")
+            text = f"dtype={value.dtype.name}"
+            extras.append((text, len(text) + len("torch.")))
         if self._grad_fn is not None:
             name = self._grad_fn.name().removeprefix("torch::autograd::")
-            extras.append(f"grad_fn=<{name}>")
+            extras.append((f"grad_fn=<{name}>", len(f"grad_fn=<{name}>")))
         elif self._requires_grad:
-            extras.append("requires_grad=True")
-        return f"tensor({body}{''.join(', ' + e for e in extras)})"
+            extras.append(("requires_grad=True", len("requires_grad=True")))
+        return add_suffixes(f"tensor({body}", extras, len("tensor("))
 
     def __getattr__(self, name: str):
         # NumPy's array methods that PyTorch lacks (`astype`, `swapaxes`, ...) keep NumPy code
@@ -391,7 +418,8 @@ class Tensor(Boxed):
         """A leaf sharing this tensor's cell (array and version counter), not requiring grad."""
         t = Tensor.__new__(Tensor)
         t._init(self._cell, None, 0)
-        return t
+        t._conj = self._conj  # the same values, conjugate bit included
+        return tensor_causes.created(t, "detach")  # tracegrad.diagnostics: the line, if on
 
     def detach_(self) -> Tensor:
         if self._base is not None:
@@ -466,7 +494,13 @@ class Tensor(Boxed):
         return t
 
     def _astype(self, dtype) -> Tensor:
-        return astype(self, np.dtype(dtype))
+        dtype = np.dtype(dtype)
+        if self.dtype.kind == "c" and dtype.kind != "c":  # PyTorch's warning, not NumPy's
+            warnings.warn(_COMPLEX_TO_REAL, UserWarning, stacklevel=3)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+                return astype(self, dtype)
+        return astype(self, dtype)
 
     # -- the rest of the surface, implemented above this module --------------------------------
     # Recording an operation, the backward pass, and PyTorch's methods and operators all
@@ -489,6 +523,10 @@ class Tensor(Boxed):
     clamp, clip, clamp_min, clamp_max = _implemented("clamp", "clip", "clamp_min", "clamp_max")
     lerp, addcmul, addcdiv, masked_fill = _implemented("lerp", "addcmul", "addcdiv", "masked_fill")
     (where,) = _implemented("where")
+    # complex numbers (`real` and `imag` are properties with setters)
+    real, imag, conj, conj_physical = _implemented("real", "imag", "conj", "conj_physical")
+    resolve_conj, is_conj, is_complex = _implemented("resolve_conj", "is_conj", "is_complex")
+    angle, sgn = _implemented("angle", "sgn")
     # products
     matmul, mm, bmm, mv, dot, outer = _implemented("matmul", "mm", "bmm", "mv", "dot", "outer")
     # comparisons
@@ -514,7 +552,7 @@ class Tensor(Boxed):
     int, long, bool, cpu, cuda = _implemented("int", "long", "bool", "cpu", "cuda")
     is_floating_point, new_zeros = _implemented("is_floating_point", "new_zeros")
     new_ones, new_empty, new_full = _implemented("new_ones", "new_empty", "new_full")
-    (new_tensor,) = _implemented("new_tensor")
+    new_tensor, cfloat, cdouble = _implemented("new_tensor", "cfloat", "cdouble")
     # in place
     zero_, fill_, copy_, normal_ = _implemented("zero_", "fill_", "copy_", "normal_")
     uniform_, add_, sub_, mul_, div_ = _implemented("uniform_", "add_", "sub_", "mul_", "div_")
@@ -558,38 +596,3 @@ def _as_array(data, dtype) -> np.ndarray:
             f"tensor: could not infer a numeric dtype from data of type {type(data).__name__}"
         )
     return value
-
-
-def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """A new leaf tensor holding a copy of `data` (PyTorch's `torch.tensor`)."""
-    _check_device(device)
-    if isinstance(data, Tensor) and data._requires_grad:
-        data = data._cell.value
-    elif isinstance(data, list | tuple) and _holds_tensors(data):
-        data = _nested_values(data)
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
-
-
-def _holds_tensors(data) -> bool:
-    stack = [data]
-    while stack:
-        d = stack.pop()
-        for x in d:
-            if isinstance(x, Tensor):
-                return True
-            if isinstance(x, list | tuple):
-                stack.append(x)
-    return False
-
-
-def _nested_values(data):
-    if isinstance(data, Tensor):
-        return data._cell.value
-    if isinstance(data, list | tuple):
-        return [_nested_values(x) for x in data]
-    return data
-
-
-def _check_device(device) -> None:
-    if device is not None and str(device) != "cpu":
-        raise RuntimeError(f"tracegrad tensors live on the CPU; device={device!r} is not available")

@@ -16,6 +16,7 @@ import attrs
 
 from tracegrad import config
 from tracegrad.core import Tracer, new_trace
+from tracegrad.diagnostics import provenance
 from tracegrad.ir.graph import Edge, Graph, Node, arg_node, const_p, with_consts
 from tracegrad.ir.types import Aval
 from tracegrad.ir.verify import verify
@@ -114,6 +115,7 @@ def _rebuild(residuals, new_inputs, nodes, result_edges, name) -> Graph:
             new = n
         else:
             new = Node(n.prim, new_ins, n.params, n.out_avals)
+            provenance.inherit(n, new)  # tracegrad.diagnostics: keep the user's line
             for i in range(len(n.out_avals)):
                 remap[Edge(n, i)] = Edge(new, i)
         rebuilt.append(new)

@@ -17,19 +17,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from tracegrad import config
+from tracegrad.diagnostics import checks, provenance
 from tracegrad.ir.graph import Edge, Graph, Node, const_p
 from tracegrad.ir.types import is_float, shape_of
-from tracegrad.primitives.elementwise import astype
+from tracegrad.primitives.elementwise import astype, convert
 from tracegrad.transforms.partial import Split, linear_split
 
 #: `read(node)`: the forward values of `node`'s outputs, one per output (a tuple)
 Reader = Callable[[Node], tuple]
 
 
-def vjp_step(node: Node, bar, primals: Sequence, out, active) -> tuple:
+def vjp_step(node: Node, bar, primals: Sequence, out, active, _diagnosed=False) -> tuple:
     """One cotangent per input of `node` (None where none flows), given its output
     cotangent `bar` and forward values as its vjp rule takes them; only inputs whose node is
     in `active` want one. The rule's results are not yet checked (see `conform`)."""
+    if not _diagnosed and (config.provenance or config.debug_nans or config.debug_infs):
+        return _diagnosed_step(node, bar, primals, out, active)
     prim = node.prim
     rule_of = prim.input_vjp
     if rule_of is None:
@@ -38,12 +42,28 @@ def vjp_step(node: Node, bar, primals: Sequence, out, active) -> tuple:
                 f"reverse mode: the primitive {prim.name!r} has no vjp rule; give it one "
                 "(Primitive(..., vjp=...)), or differentiate it in forward mode (tg.jvp)"
             )
+        if getattr(prim.vjp, "takes_wanted", False):
+            # a rule that builds one node for all its cotangents (checkpoint's backward) is
+            # told which inputs want one, so it computes no others (HOOK: issue 19)
+            wanted = tuple(e[0] in active for e in node.inputs)
+            return prim.vjp(bar, *primals, out=out, wanted=wanted, **node.params)
         return prim.vjp(bar, *primals, out=out, **node.params)
     bars = []
     for i, e in enumerate(node.inputs):
         rule = rule_of(i) if e[0] in active else None
         bars.append(None if rule is None else rule(bar, *primals, out=out, **node.params))
     return bars
+
+
+def _diagnosed_step(node: Node, bar, primals: Sequence, out, active) -> tuple:
+    """`vjp_step` in debug mode (tracegrad.diagnostics): what the rule binds belongs to
+    `node`'s derivative, and on arrays, where rules use NumPy's operators that no `bind`
+    sees, the step's results are checked too."""
+    origin = provenance.derivative(node)
+    in_bars = provenance.within(origin, vjp_step, node, bar, primals, out, active, True)
+    if checks.checking():
+        checks.check_step(origin, bar, primals, out, in_bars)
+    return in_bars
 
 
 def active_nodes(graph: Graph, wrt: Sequence[bool]) -> set[Node]:
@@ -81,7 +101,8 @@ class Cotangents:
 def conform(value, aval, rule: str, prim_name: str):
     """A derivative value as the value it belongs to needs it: None for integer and bool
     values (they carry no derivative), the same shape (a rule's mistake otherwise), and the
-    same dtype (a float32 value gets a float32 tangent or cotangent)."""
+    same dtype (a float32 value gets a float32 tangent or cotangent; a real value the real part
+    of a complex cotangent)."""
     if value is None or aval.dtype.kind not in "fc":  # only floats carry derivatives
         return None
     if shape_of(value) != aval.shape:
@@ -91,9 +112,19 @@ def conform(value, aval, rule: str, prim_name: str):
             f"{shape_of(value)} for a value of shape {aval.shape}"
         )
     dtype = getattr(value, "dtype", None)
-    if dtype is None or dtype != aval.dtype:
-        value = astype(value, aval.dtype)
-    return value
+    if dtype is not None and dtype == aval.dtype:  # (np.dtype(None) is float64: not `==`)
+        return value
+    is_complex = isinstance(value, complex) if dtype is None else dtype.kind == "c"
+    if rule == "jvp" and is_complex and aval.dtype.kind != "c":
+        # a real value's tangent is real: a cast would hide a wrong rule's imaginary part
+        raise ValueError(
+            f"internal error: the jvp of {prim_name} produced a complex tangent for a value "
+            f"of dtype {aval.dtype.name}"
+        )
+    if dtype is None:  # a Python number (a real value takes the real part of a complex one)
+        return astype(value.real if is_complex and aval.dtype.kind != "c" else value, aval.dtype)
+    # a real value promoted into complex arithmetic takes the real part of its cotangent
+    return convert(value, aval.dtype)
 
 
 def backward_pass(

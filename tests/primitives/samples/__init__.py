@@ -4,7 +4,11 @@ Each family keeps its rows in its own module of this package (the row type is `r
 this one merges them.
 """
 
+import importlib.util
+
 from tests.primitives.samples.calculus import SAMPLES as _CALCULUS
+from tests.primitives.samples.complex_parts import SAMPLES as _COMPLEX_PARTS
+from tests.primitives.samples.control import SAMPLES as _CONTROL
 from tests.primitives.samples.elementwise import SAMPLES as _ELEMENTWISE
 from tests.primitives.samples.indexing import SAMPLES as _INDEXING
 from tests.primitives.samples.linalg import SAMPLES as _LINALG
@@ -15,6 +19,8 @@ from tests.primitives.samples.sorting import SAMPLES as _SORTING
 
 SAMPLES = {
     **_CALCULUS,
+    **_COMPLEX_PARTS,
+    **_CONTROL,
     **_ELEMENTWISE,
     **_INDEXING,
     **_LINALG,
@@ -23,3 +29,14 @@ SAMPLES = {
     **_SHAPE,
     **_SORTING,
 }
+
+# SciPy's special functions are primitives when SciPy (an optional extra) is installed
+if importlib.util.find_spec("scipy") is not None:
+    from tests.primitives.samples.special import SAMPLES as _SPECIAL
+
+    SAMPLES.update(_SPECIAL)
+
+# checkpointing (issue 19): checkpoint and checkpoint_name
+from tests.primitives.samples.custom import SAMPLES as _CUSTOM  # noqa: E402
+
+SAMPLES.update(_CUSTOM)

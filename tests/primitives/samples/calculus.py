@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from tests import strategies as S
-from tests.primitives.samples.row import Sample
+from tests.primitives.samples.row import REAL_OF, Sample, with_imaginary
 from tracegrad.primitives import calculus as calc
 
 _KNOTS = np.arange(-7, 8, 2) * 0.25  # -1.75 .. 1.75
@@ -52,9 +52,23 @@ def _interp(data, dtype):
     return (_points(data, dtype), xp, fp, left, right), {}
 
 
+def _interp_complex(data, dtype):
+    """Complex values fp (x and xp stay real); left and right complex or real (NumPy takes a
+    complex left/right only with a complex fp)."""
+    (x, xp, fp, left, right), params = _interp(data, REAL_OF[dtype])
+    fp = with_imaginary(data, fp, dtype)
+    left, right = (
+        with_imaginary(data, v, dtype) if data.draw(st.booleans(), label="complex end") else v
+        for v in (left, right)
+    )
+    return (x, xp, fp, left, right), params
+
+
 SAMPLES = {
-    calc.correlate_p: Sample(_correlate),
+    calc.correlate_p: Sample(_correlate, complex=(0, 1)),  # one dtype (the front end casts)
     calc.interp_p: Sample(
-        _interp, ints=((0, -3, 3, True), (2, -2, 2, False), (3, -2, 2, True), (4, -2, 2, True))
+        _interp,
+        ints=((0, -3, 3, True), (2, -2, 2, False), (3, -2, 2, True), (4, -2, 2, True)),
+        complex=_interp_complex,
     ),
 }

@@ -5,23 +5,36 @@ from __future__ import annotations
 import numpy as np
 
 from tests import strategies as S
-from tests.primitives.samples.row import Sample
+from tests.primitives.samples.row import REAL_OF, Sample, with_imaginary
 from tracegrad.primitives import elementwise as ew
 
 
-def _unary(lo, hi, tol=1e-6, fd=True, away_from_zero=False):
+def _unary(lo, hi, tol=1e-6, fd=True, away_from_zero=False, cplx=True, imag=0.5):
+    """A unary row with real parts in [lo, hi] (and, for complex dtypes, imaginary parts in
+    [-imag, imag]; `cplx=False` where NumPy has no complex loop)."""
+
     def draw(data, dtype):
         x = S.array(data, S.shapes(data), dtype, lo, hi)
         if away_from_zero:  # |x| >= 0.1: abs and sign have a kink at 0
             x = np.where(np.abs(x) < 0.1, np.asarray(0.5, dtype), x).astype(dtype)
         return (x,), {}
 
-    return Sample(draw, tol=tol, fd=fd)
+    return Sample(draw, tol=tol, fd=fd, complex=(0,) if cplx else (), imag=imag)
 
 
 def _binary(
-    lo=-2.0, hi=2.0, lo2=None, hi2=None, tol=1e-6, fd=True, distinct=False, ints=((-3, 3), (-3, 3))
+    lo=-2.0,
+    hi=2.0,
+    lo2=None,
+    hi2=None,
+    tol=1e-6,
+    fd=True,
+    distinct=False,
+    ints=((-3, 3), (-3, 3)),
+    cplx=True,
 ):
+    """A binary row; for complex dtypes either operand or both are complex (`cplx=False`
+    where NumPy has no complex loop)."""
     lo2 = lo if lo2 is None else lo2
     hi2 = hi if hi2 is None else hi2
 
@@ -36,7 +49,7 @@ def _binary(
         return (x, y), {}
 
     spans = tuple((i, a, b, True) for i, span in enumerate(ints) if span for a, b in [span])
-    return Sample(draw, tol=tol, fd=fd, ints=spans)
+    return Sample(draw, tol=tol, fd=fd, ints=spans, complex=(0, 1) if cplx else (), mixed=True)
 
 
 def _where(data, dtype):
@@ -65,6 +78,22 @@ def _astype(data, dtype):
     # float64 -> float32 is covered by the adjoint test; finite differences through a float32
     # rounding would be noise
     targets = [np.float32, np.float64] if np.dtype(dtype) == np.float32 else [np.float64]
+    target = data.draw(S.st.sampled_from(targets), label="target dtype")
+    return (x,), {"dtype": np.dtype(target)}
+
+
+def _astype_complex(data, dtype):
+    """Casts across the complex boundary: real to complex, complex to complex, complex to real
+    (NumPy warns and keeps the real part); complex128 rows keep 64-bit parts, so finite
+    differences are not lost to a float32 rounding."""
+    real = REAL_OF[dtype]
+    source = data.draw(S.st.sampled_from([real, dtype]), label="source dtype")
+    x = S.array(data, S.shapes(data), real)
+    if np.dtype(source).kind == "c":
+        x = with_imaginary(data, x, source)
+    wide = [np.complex128, np.float64]
+    targets = wide + [np.complex64, np.float32] if dtype == np.complex64 else wide
+    targets = [t for t in targets if np.dtype(source).kind == "c" or np.dtype(t).kind == "c"]
     target = data.draw(S.st.sampled_from(targets), label="target dtype")
     return (x,), {"dtype": np.dtype(target)}
 
@@ -135,23 +164,23 @@ SAMPLES = {
     ew.arccosh_p: _unary(1.2, 3),
     ew.arctanh_p: _unary(-0.8, 0.8),
     ew.sqrt_p: _unary(0.2, 3),
-    ew.cbrt_p: _unary(0.2, 3),
+    ew.cbrt_p: _unary(0.2, 3, cplx=False),
     ew.square_p: _unary(-2, 2),
     ew.reciprocal_p: _unary(0.3, 3),
     ew.absolute_p: _unary(-2, 2, away_from_zero=True),
-    ew.fabs_p: _unary(-2, 2, away_from_zero=True),
-    ew.deg2rad_p: _unary(-90, 90),
-    ew.rad2deg_p: _unary(-2, 2),
+    ew.fabs_p: _unary(-2, 2, away_from_zero=True, cplx=False),
+    ew.deg2rad_p: _unary(-90, 90, cplx=False),
+    ew.rad2deg_p: _unary(-2, 2, cplx=False),
     ew.sign_p: _unary(-2, 2, fd=False),
-    ew.floor_p: _unary(-2, 2, fd=False),
-    ew.ceil_p: _unary(-2, 2, fd=False),
+    ew.floor_p: _unary(-2, 2, fd=False, cplx=False),
+    ew.ceil_p: _unary(-2, 2, fd=False, cplx=False),
     ew.rint_p: _unary(-2, 2, fd=False),
-    ew.trunc_p: _unary(-2, 2, fd=False),
+    ew.trunc_p: _unary(-2, 2, fd=False, cplx=False),
     ew.logical_not_p: _unary(-2, 2, fd=False),
     ew.isfinite_p: _unary(-2, 2, fd=False),
     ew.isnan_p: _unary(-2, 2, fd=False),
     ew.isinf_p: _unary(-2, 2, fd=False),
-    ew.signbit_p: _unary(-2, 2, fd=False),
+    ew.signbit_p: _unary(-2, 2, fd=False, cplx=False),
     ew.add_p: _binary(),
     ew.subtract_p: _binary(),
     ew.multiply_p: _binary(),
@@ -162,14 +191,14 @@ SAMPLES = {
     ew.minimum_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
     ew.fmax_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
     ew.fmin_p: _binary(distinct=True, ints=((-2, 2), (-2, 2))),
-    ew.arctan2_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
-    ew.hypot_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
-    ew.logaddexp_p: _binary(),
-    ew.logaddexp2_p: _binary(),
-    ew.remainder_p: _binary(0.1, 0.9, 1.0, 1.5, ints=(None, (2, 3))),
-    ew.fmod_p: _binary(0.1, 0.9, 1.0, 1.5, ints=(None, (2, 3))),
-    ew.copysign_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3))),
-    ew.floor_divide_p: _binary(fd=False, lo2=0.5, hi2=2),
+    ew.arctan2_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3)), cplx=False),
+    ew.hypot_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3)), cplx=False),
+    ew.logaddexp_p: _binary(cplx=False),
+    ew.logaddexp2_p: _binary(cplx=False),
+    ew.remainder_p: _binary(0.1, 0.9, 1.0, 1.5, ints=(None, (2, 3)), cplx=False),
+    ew.fmod_p: _binary(0.1, 0.9, 1.0, 1.5, ints=(None, (2, 3)), cplx=False),
+    ew.copysign_p: _binary(0.5, 2, 0.5, 2, ints=((1, 3), (1, 3)), cplx=False),
+    ew.floor_divide_p: _binary(fd=False, lo2=0.5, hi2=2, cplx=False),
     ew.equal_p: _binary(fd=False),
     ew.not_equal_p: _binary(fd=False),
     ew.less_p: _binary(fd=False),
@@ -179,14 +208,16 @@ SAMPLES = {
     ew.logical_and_p: _binary(fd=False),
     ew.logical_or_p: _binary(fd=False),
     ew.logical_xor_p: _binary(fd=False),
-    ew.where_p: Sample(_where, ints=((1, -2, 2, True), (2, -2, 2, True))),
-    ew.clip_p: Sample(_clip),
-    ew.astype_p: Sample(_astype, tol=1e-5),
+    ew.where_p: Sample(
+        _where, ints=((1, -2, 2, True), (2, -2, 2, True)), complex=(1, 2), mixed=True
+    ),
+    ew.clip_p: Sample(_clip, complex=(0, 1, 2), mixed=True),  # lexicographic (JAX refuses)
+    ew.astype_p: Sample(_astype, tol=1e-5, complex=_astype_complex),
     ew.real_p: _unary(-2, 2),
     ew.imag_p: _unary(-2, 2, fd=False),
     ew.conjugate_p: _unary(-2, 2),
     ew.sinc_p: _unary(-2.5, 2.5),
-    ew.sinc_derivative_p: Sample(_sinc_derivative),
+    ew.sinc_derivative_p: Sample(_sinc_derivative, complex=(0,)),
     ew.invert_p: _integers(1),
     ew.bitwise_and_p: _integers(2),
     ew.bitwise_or_p: _integers(2),
@@ -195,7 +226,7 @@ SAMPLES = {
     ew.right_shift_p: _integers(2, -8, 8, unsigned_second=True),
     ew.gcd_p: _integers(2, 1, 20, bools=False),
     ew.lcm_p: _integers(2, 1, 20, bools=False),
-    ew.heaviside_p: _binary(fd=False),
+    ew.heaviside_p: _binary(fd=False, cplx=False),
     ew.ldexp_p: Sample(_ldexp),
     ew.stop_gradient_p: _unary(-2, 2, fd=False),
 }

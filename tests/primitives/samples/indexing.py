@@ -162,13 +162,18 @@ def _unique(shape, items, arrays) -> bool:
     return np.unique(chosen).size == chosen.size
 
 
+def _update_row(**kw):
+    # x and the updates share a dtype (x.at[i].set(v) casts v to x's dtype first)
+    return Sample(_update(**kw), complex=(0, 1))
+
+
 SAMPLES = {
-    slicing.slice_p: Sample(_slice),
-    ix.gather_p: Sample(_gather),
-    ix.scatter_add_p: Sample(_scatter_add),
-    sc.setitem_p: Sample(_update()),
-    sc.add_at_p: Sample(_update()),
-    sc.multiply_at_p: Sample(_update(unique_only=True)),
-    sc.minimum_at_p: Sample(_update(apart=True)),
-    sc.maximum_at_p: Sample(_update(apart=True)),
+    slicing.slice_p: Sample(_slice, complex=(0,)),
+    ix.gather_p: Sample(_gather, complex=(0,)),
+    ix.scatter_add_p: Sample(_scatter_add, complex=(0,)),
+    sc.setitem_p: _update_row(),
+    sc.add_at_p: _update_row(),
+    sc.multiply_at_p: _update_row(unique_only=True),
+    sc.minimum_at_p: _update_row(apart=True),
+    sc.maximum_at_p: _update_row(apart=True),
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from tests import strategies as S
-from tests.primitives.samples.row import Sample
+from tests.primitives.samples.row import FLOATS, Sample
 from tracegrad.primitives import einsum as es
 from tracegrad.primitives import products
 
@@ -153,11 +153,11 @@ _NM = lambda s: (s["n"], s["m"])  # noqa: E731
 _INT_ARRAYS = ((0, -3, 3, False), (1, -3, 3, False))
 
 SAMPLES = {
-    products.matmul_p: Sample(_matmul, ints=_INT_ARRAYS),
-    products.dot_p: Sample(_dot, ints=_INT_ARRAYS),
-    products.tensordot_p: Sample(_tensordot, ints=_INT_ARRAYS),
-    es.einsum_p: Sample(_einsum, ints=_INT_ARRAYS),
-    products.vecdot_p: Sample(_gufunc(_N, _N), ints=_INT_ARRAYS),
-    products.matvec_p: Sample(_gufunc(_MN, _N), ints=_INT_ARRAYS),
-    products.vecmat_p: Sample(_gufunc(_N, _NM), ints=_INT_ARRAYS),
+    products.matmul_p: Sample(_matmul, ints=_INT_ARRAYS, complex=FLOATS, mixed=True),
+    products.dot_p: Sample(_dot, ints=_INT_ARRAYS, complex=FLOATS, mixed=True),
+    products.tensordot_p: Sample(_tensordot, ints=_INT_ARRAYS, complex=FLOATS, mixed=True),
+    es.einsum_p: Sample(_einsum, ints=_INT_ARRAYS, complex=FLOATS, mixed=True),
+    products.vecdot_p: Sample(_gufunc(_N, _N), ints=_INT_ARRAYS, complex=FLOATS, mixed=True),
+    products.matvec_p: Sample(_gufunc(_MN, _N), ints=_INT_ARRAYS, complex=FLOATS, mixed=True),
+    products.vecmat_p: Sample(_gufunc(_N, _NM), ints=_INT_ARRAYS, complex=FLOATS, mixed=True),
 }

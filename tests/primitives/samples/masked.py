@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests import strategies as S
 from tests.primitives.samples.reduction import _away_from_zero, _distinct, _plain
-from tests.primitives.samples.row import Sample
+from tests.primitives.samples.row import REAL_OF, Sample, with_imaginary
 from tracegrad.primitives import masked
 
 
@@ -54,9 +54,32 @@ _OFF_GRID = lambda data: data.draw(  # noqa: E731
     st.sampled_from([-9.0625, -0.0625, 0.4375, 9.0625]), label="start"
 )
 
+_COMPLEX_OF = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
+
+
+def _complex_masked(draw):
+    """The row's draw with a complex x and start (`dtype=` widened to the complex dtype: NumPy
+    will not accumulate complex values in a real one). max/min compare lexicographically."""
+
+    def complex_draw(data, dtype):
+        (x, mask, start), params = draw(data, REAL_OF[dtype])
+        x = with_imaginary(data, x, dtype)
+        if "dtype" in params:
+            params = {**params, "dtype": np.dtype(_COMPLEX_OF[params["dtype"]])}
+        start = with_imaginary(data, start, params.get("dtype", dtype))
+        return (x, mask, start), params
+
+    return complex_draw
+
+
+def _row(values, start, accumulates):
+    draw = _masked(values, start, accumulates)
+    return Sample(draw, complex=_complex_masked(draw))
+
+
 SAMPLES = {
-    masked.sum_where_p: Sample(_masked(_plain, _start(-2, 2), True)),
-    masked.prod_where_p: Sample(_masked(_away_from_zero, _start(0.5, 2), True)),
-    masked.max_where_p: Sample(_masked(_distinct, _OFF_GRID, False)),
-    masked.min_where_p: Sample(_masked(_distinct, _OFF_GRID, False)),
+    masked.sum_where_p: _row(_plain, _start(-2, 2), True),
+    masked.prod_where_p: _row(_away_from_zero, _start(0.5, 2), True),
+    masked.max_where_p: _row(_distinct, _OFF_GRID, False),
+    masked.min_where_p: _row(_distinct, _OFF_GRID, False),
 }

@@ -86,16 +86,16 @@ def _with_zeros(data, shape, dtype):
 
 
 SAMPLES = {
-    bc.sum_p: Sample(_reduce(_plain)),
-    red.prod_p: Sample(_reduce(_away_from_zero)),
-    red.max_p: Sample(_reduce(_distinct, nonempty=True)),
-    red.min_p: Sample(_reduce(_distinct, nonempty=True)),
-    red.nanmax_p: Sample(_reduce(_distinct, nonempty=True)),
-    red.nanmin_p: Sample(_reduce(_distinct, nonempty=True)),
-    red.argmax_p: Sample(_arg, fd=False),
-    red.argmin_p: Sample(_arg, fd=False),
-    red.all_p: Sample(_reduce(_with_zeros), fd=False),
-    red.any_p: Sample(_reduce(_with_zeros), fd=False),
-    red.cumsum_p: Sample(_cumulative(_plain)),
-    red.cumprod_p: Sample(_cumulative(_away_from_zero)),
+    bc.sum_p: Sample(_reduce(_plain), complex=(0,)),
+    red.prod_p: Sample(_reduce(_away_from_zero), complex=(0,)),
+    red.max_p: Sample(_reduce(_distinct, nonempty=True), complex=(0,)),
+    red.min_p: Sample(_reduce(_distinct, nonempty=True), complex=(0,)),
+    red.nanmax_p: Sample(_reduce(_distinct, nonempty=True), complex=(0,)),
+    red.nanmin_p: Sample(_reduce(_distinct, nonempty=True), complex=(0,)),
+    red.argmax_p: Sample(_arg, fd=False, complex=(0,)),
+    red.argmin_p: Sample(_arg, fd=False, complex=(0,)),
+    red.all_p: Sample(_reduce(_with_zeros), fd=False, complex=(0,)),
+    red.any_p: Sample(_reduce(_with_zeros), fd=False, complex=(0,)),
+    red.cumsum_p: Sample(_cumulative(_plain), complex=(0,)),
+    red.cumprod_p: Sample(_cumulative(_away_from_zero), complex=(0,)),
 }

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from tests import strategies as S
-from tests.primitives.samples.row import Sample
+from tests.primitives.samples.row import FLOATS, Sample
 from tracegrad.primitives import broadcasting as bc
 from tracegrad.primitives import shape as sp
 from tracegrad.primitives import slicing, views
@@ -137,17 +137,17 @@ def _ascontiguousarray(data, dtype):
 
 
 SAMPLES = {
-    sp.ascontiguousarray_p: Sample(_ascontiguousarray),
-    views.reshape_p: Sample(_reshape),
-    bc.broadcast_to_p: Sample(_broadcast_to),
-    views.transpose_p: Sample(_transpose),
-    views.expand_dims_p: Sample(_expand_dims),
-    views.squeeze_p: Sample(_squeeze),
-    sp.concatenate_p: Sample(_concatenate),
-    sp.split_p: Sample(_split),
-    views.flip_p: Sample(_flip),
-    sp.repeat_p: Sample(_repeat),
-    sp.tile_p: Sample(_tile),
-    sp.pad_p: Sample(_pad),
-    slicing.pad_strided_p: Sample(_pad_strided),
+    sp.ascontiguousarray_p: Sample(_ascontiguousarray, complex=(0,)),
+    views.reshape_p: Sample(_reshape, complex=(0,)),
+    bc.broadcast_to_p: Sample(_broadcast_to, complex=(0,)),
+    views.transpose_p: Sample(_transpose, complex=(0,)),
+    views.expand_dims_p: Sample(_expand_dims, complex=(0,)),
+    views.squeeze_p: Sample(_squeeze, complex=(0,)),
+    sp.concatenate_p: Sample(_concatenate, complex=FLOATS, mixed=True),
+    sp.split_p: Sample(_split, complex=(0,)),
+    views.flip_p: Sample(_flip, complex=(0,)),
+    sp.repeat_p: Sample(_repeat, complex=(0,)),
+    sp.tile_p: Sample(_tile, complex=(0,)),
+    sp.pad_p: Sample(_pad, complex=(0,)),
+    slicing.pad_strided_p: Sample(_pad_strided, complex=(0,)),
 }

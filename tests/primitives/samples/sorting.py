@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from tests import strategies as S
-from tests.primitives.samples.row import Sample
+from tests.primitives.samples.row import FLOATS, Sample
 from tracegrad.primitives import sorting as so
 
 
@@ -79,11 +79,11 @@ def _nonzero(data, dtype):
 
 
 SAMPLES = {
-    so.sort_p: Sample(_sort(_distinct)),
-    so.argsort_p: Sample(_sort(_tied), fd=False),
-    so.partition_p: Sample(_partition(_distinct)),
-    so.argpartition_p: Sample(_partition(_tied), fd=False),
-    so.searchsorted_p: Sample(_searchsorted, fd=False),
-    so.lexsort_p: Sample(_lexsort, fd=False),
-    so.nonzero_p: Sample(_nonzero, fd=False),
+    so.sort_p: Sample(_sort(_distinct), complex=(0,)),
+    so.argsort_p: Sample(_sort(_tied), fd=False, complex=(0,)),
+    so.partition_p: Sample(_partition(_distinct), complex=(0,)),
+    so.argpartition_p: Sample(_partition(_tied), fd=False, complex=(0,)),
+    so.searchsorted_p: Sample(_searchsorted, fd=False, complex=(0, 1), mixed=True),
+    so.lexsort_p: Sample(_lexsort, fd=False, complex=FLOATS, mixed=True),
+    so.nonzero_p: Sample(_nonzero, fd=False, complex=(0,)),
 }

@@ -14,12 +14,12 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from tracegrad.torch.creation_from_data import _check_device
 from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.nn import functional as F
 from tracegrad.torch.nn import init
 from tracegrad.torch.nn.module import Module, Parameter, _addindent
 from tracegrad.torch.ops import empty, flatten
-from tracegrad.torch.tensor import _check_device
 
 # -- layers ---------------------------------------------------------------------------------------
 

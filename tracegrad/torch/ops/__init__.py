@@ -8,14 +8,23 @@ semantics (`repeat` tiles, `std` is unbiased, `max(dim)` returns values and indi
 One module per family: `promotion` (dtypes and the binary-operation dispatch), `conventions`
 (argument normalization and `grad_fn` names, shared by the rest), `arithmetic`, `comparisons`,
 `reductions`, `shapes`, `creation` (factories and the random generator), `indexing`
-(`__getitem__`, `__setitem__`) and `inplace` (`add_`, `zero_` ...); the tensor methods built
-from them are listed in `tracegrad.torch.methods`. This package re-exports the functions;
-`__all__` collects the families' lists, and `tracegrad.torch` re-exports them.
+(`__getitem__`, `__setitem__`), `complex_numbers` (parts, conjugates, `complex`, `polar`) and
+`inplace` (`add_`, `zero_` ...); the tensor methods built from them are listed in
+`tracegrad.torch.methods`. This package re-exports the functions; `__all__` collects the
+families' lists, and `tracegrad.torch` re-exports them.
 """
 
-from tracegrad.torch.ops import arithmetic, comparisons, creation, reductions, shapes
+from tracegrad.torch.ops import (
+    arithmetic,
+    comparisons,
+    complex_numbers,
+    creation,
+    reductions,
+    shapes,
+)
 from tracegrad.torch.ops.arithmetic import *  # noqa: F403
 from tracegrad.torch.ops.comparisons import *  # noqa: F403
+from tracegrad.torch.ops.complex_numbers import *  # noqa: F403
 from tracegrad.torch.ops.creation import *  # noqa: F403
 from tracegrad.torch.ops.promotion import result_type
 from tracegrad.torch.ops.reductions import *  # noqa: F403
@@ -24,6 +33,7 @@ from tracegrad.torch.ops.shapes import *  # noqa: F403
 __all__ = [
     *arithmetic.__all__,
     *comparisons.__all__,
+    *complex_numbers.__all__,
     *reductions.__all__,
     *shapes.__all__,
     *creation.__all__,

@@ -18,7 +18,7 @@ from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import products
 from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.ops.comparisons import gt, lt
-from tracegrad.torch.ops.conventions import _as_tensor, _named
+from tracegrad.torch.ops.conventions import _as_tensor, _named, _no_complex
 from tracegrad.torch.ops.promotion import _apply, _binary, _cast, result_type
 from tracegrad.torch.ops.shapes import clone, unsqueeze
 from tracegrad.torch.tensor import Tensor
@@ -91,11 +91,13 @@ def _integer_zero_divisor(input, other) -> None:
 
 
 def remainder(input, other):
+    _no_complex("\"remainder_cpu\" not implemented for '{}'", input, other)
     _integer_zero_divisor(input, other)
     return _binary(ew.remainder_p, input, other)
 
 
 def floor_divide(input, other):
+    _no_complex("\"div_floor_cpu\" not implemented for '{}'", input, other)
     _integer_zero_divisor(input, other)
     return _binary(ew.floor_divide_p, input, other)
 
@@ -193,15 +195,41 @@ sqrt = _unary(ew.sqrt_p)
 reciprocal = _unary(ew.reciprocal_p)
 abs = _unary(ew.absolute_p, floating=False)  # noqa: A001 - PyTorch's name
 absolute = abs
-sign = _unary(ew.sign_p, floating=False)
-floor = _unary(ew.floor_p, floating=False)
-ceil = _unary(ew.ceil_p, floating=False)
-trunc = _unary(ew.trunc_p, floating=False)
+_sign = _unary(ew.sign_p, floating=False)
+
+
+def sign(input):
+    """PyTorch's sign, which refuses complex numbers (NumPy's is z / |z|: that is `sgn`)."""
+    if isinstance(input, Tensor) and input.dtype.kind == "c":
+        raise NotImplementedError(
+            "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+            "torch.sgn instead."
+        )
+    return _sign(input)
+
+
+def _rounding(prim):
+    """floor, ceil, trunc: PyTorch refuses complex inputs (NumPy has no loop for them)."""
+    f = _unary(prim, floating=False)
+
+    def rounded(input):
+        _no_complex(f"{prim.name} is not supported for complex inputs", input)
+        return f(input)
+
+    rounded.__name__ = prim.name
+    return rounded
+
+
+floor = _rounding(ew.floor_p)
+ceil = _rounding(ew.ceil_p)
+trunc = _rounding(ew.trunc_p)
 _rint = _unary(ew.rint_p, floating=False)
 
 
 def round(input, *, decimals=0):  # noqa: A001 - PyTorch's name (half to even)
     x = _as_tensor(input)
+    kernel = "round_cpu" if decimals else "round_vml_cpu"
+    _no_complex(f"\"{kernel}\" not implemented for '{{}}'", x)
     if x.dtype.kind in "biu":
         return clone(x)  # integers are already round (NumPy's rint would make floats)
     if decimals:
@@ -221,6 +249,8 @@ def sigmoid(input):
     x = _as_tensor(input)
     if x.dtype.kind in "biu":
         x = x._astype(get_default_dtype())
+    if x.dtype.kind == "c":  # PyTorch's complex kernel: 1 / (1 + exp(-z))
+        return _named(reciprocal(add(exp(neg(x)), 1.0)), "SigmoidBackward0", (x,))
     # exp of -|x| never overflows, so neither the value nor the gradient meets inf (a plain
     # 1 / (1 + exp(-x)) gives 0 * inf = nan in the gradient at x = -1000)
     negative = lt(x, 0)
@@ -232,18 +262,22 @@ def sigmoid(input):
 
 def relu(input):
     x = _as_tensor(input)
+    _no_complex("clamp is not supported for complex types", x)
     return _named(where(gt(x, 0), x, 0), "ReluBackward0", (x,))
 
 
 def atan2(input, other):
+    _no_complex("\"atan2_cpu\" not implemented for '{}'", input, other)
     return _binary(ew.arctan2_p, input, other, floating=True)
 
 
 def maximum(input, other):
+    _no_complex("maximum not implemented for complex tensors.", input, other, error=RuntimeError)
     return _binary(ew.maximum_p, input, other)
 
 
 def minimum(input, other):
+    _no_complex("minimum not implemented for complex tensors.", input, other, error=RuntimeError)
     return _binary(ew.minimum_p, input, other)
 
 
@@ -252,6 +286,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's names
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     x = _as_tensor(input)
+    _no_complex("clamp is not supported for complex types", x)
     out = x
     if min is not None:
         out = where(lt(x, min), _cast(min, x.dtype) if isinstance(min, Tensor) else min, out)

@@ -8,9 +8,10 @@ import numpy as np
 
 from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
-from tracegrad.torch.ops.conventions import _as_tensor
+from tracegrad.torch.creation_from_data import tensor
+from tracegrad.torch.ops.conventions import _as_tensor, _no_complex
 from tracegrad.torch.ops.promotion import _compare
-from tracegrad.torch.tensor import Tensor, tensor
+from tracegrad.torch.tensor import Tensor
 
 
 def eq(input, other):
@@ -22,18 +23,22 @@ def ne(input, other):
 
 
 def lt(input, other):
+    _no_complex("\"lt_cpu\" not implemented for '{}'", input, other)
     return _compare(ew.less_p, input, other)
 
 
 def le(input, other):
+    _no_complex("\"le_cpu\" not implemented for '{}'", input, other)
     return _compare(ew.less_equal_p, input, other)
 
 
 def gt(input, other):
+    _no_complex("\"gt_cpu\" not implemented for '{}'", input, other)
     return _compare(ew.greater_p, input, other)
 
 
 def ge(input, other):
+    _no_complex("\"ge_cpu\" not implemented for '{}'", input, other)
     return _compare(ew.greater_equal_p, input, other)
 
 

@@ -3,7 +3,8 @@
 Any input becomes a tensor (`_as_tensor`); `dim` is range-checked and normalized (`_dims`);
 sizes come as varargs or one sequence (`_shape_args`); NumPy's `axis` and `keepdims` are
 accepted for `dim` and `keepdim` (`_numpy_names`); and the node of a composite's result gets
-PyTorch's `grad_fn` name and `next_functions` (`_named`, `_alias`).
+PyTorch's `grad_fn` name and `next_functions` (`_named`, `_alias`); functions PyTorch does not
+define on complex numbers refuse them with its messages (`_no_complex`).
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ from __future__ import annotations
 import builtins
 import functools
 
+import numpy as np
+
 from tracegrad import numpy as tnp
+from tracegrad.torch.creation_from_data import tensor
 from tracegrad.torch.graph import edge_and_fn
-from tracegrad.torch.tensor import Tensor, tensor
+from tracegrad.torch.ops.promotion import result_type
+from tracegrad.torch.tensor import Tensor
 
 
 def _as_tensor(x) -> Tensor:
@@ -80,3 +85,29 @@ def _shape_args(args) -> tuple[int, ...]:
     if len(args) == 1 and isinstance(args[0], tuple | list):
         return tuple(args[0])
     return tuple(args)
+
+
+def _no_complex(message: str, *operands, error=NotImplementedError) -> None:
+    """Refuse complex operands as PyTorch does (NumPy would order, round or clip them):
+    `message` names the dtype the operands promote to where it has `{}` (PyTorch's scalar type,
+    `ComplexDouble`, written as NumPy's `complex128`)."""
+    if builtins.any(
+        isinstance(x, Tensor) and x.dtype.kind == "c" or isinstance(x, complex) for x in operands
+    ):
+        raise error(message.format(result_type(*operands).name))
+
+
+_C_TYPES = {"float16": "c10::Half", "float32": "float", "float64": "double", "int64": "int64_t"}
+_C_TYPES.update({"int32": "int", "int16": "short", "int8": "int8_t", "uint8": "uint8_t"})
+
+
+def _real_number(value, dtype):
+    """A Python number written into a real tensor of `dtype` (`x[0] = v`, `full`): a complex
+    one only when it is real, with PyTorch's message otherwise (NumPy would drop the
+    imaginary part, or raise a TypeError)."""
+    if isinstance(value, complex) and np.dtype(dtype).kind != "c":
+        if value.imag != 0:
+            c_type = _C_TYPES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+            raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+        return value.real
+    return value

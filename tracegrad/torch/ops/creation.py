@@ -12,10 +12,11 @@ import builtins
 
 import numpy as np
 
+from tracegrad.torch.creation_from_data import _check_device, tensor
 from tracegrad.torch.dtypes import get_default_dtype
-from tracegrad.torch.ops.conventions import _shape_args
+from tracegrad.torch.ops.conventions import _real_number, _shape_args
 from tracegrad.torch.ops.promotion import result_type
-from tracegrad.torch.tensor import _FACTORY_FLAG, Tensor, _check_device, tensor
+from tracegrad.torch.tensor import _FACTORY_FLAG, Tensor
 
 _rng = np.random.default_rng()
 
@@ -56,19 +57,26 @@ def full(size, fill_value, *, dtype=None, requires_grad=False, device=None):
     _check_device(device)
     if dtype is None:
         dtype = result_type(fill_value) if not isinstance(fill_value, bool) else np.bool_
+    fill_value = _real_number(fill_value, dtype)
     return _factory(np.full(tuple(size), fill_value, dtype), None, requires_grad)
 
 
 def randn(*size, dtype=None, requires_grad=False, device=None, generator=None):
     _check_device(device)
-    values = _rng.standard_normal(_shape_args(size)).astype(_float_dtype(dtype))
-    return _factory(values, None, requires_grad)
+    dtype, shape = _float_dtype(dtype), _shape_args(size)
+    if dtype.kind == "c":  # PyTorch's complex normal: each part N(0, 1/2), so E|z|^2 = 1
+        parts = _rng.standard_normal((2, *shape)) * np.sqrt(0.5)
+        return _factory((parts[0] + 1j * parts[1]).astype(dtype), None, requires_grad)
+    return _factory(_rng.standard_normal(shape).astype(dtype), None, requires_grad)
 
 
 def rand(*size, dtype=None, requires_grad=False, device=None, generator=None):
     _check_device(device)
-    values = _rng.random(_shape_args(size)).astype(_float_dtype(dtype))
-    return _factory(values, None, requires_grad)
+    dtype, shape = _float_dtype(dtype), _shape_args(size)
+    if dtype.kind == "c":  # each part uniform in [0, 1), as PyTorch's
+        parts = _rng.random((2, *shape))
+        return _factory((parts[0] + 1j * parts[1]).astype(dtype), None, requires_grad)
+    return _factory(_rng.random(shape).astype(dtype), None, requires_grad)
 
 
 def randint(low, high=None, size=(), *, dtype=None, device=None):
@@ -88,6 +96,8 @@ def arange(start, end=None, step=1, *, dtype=None, requires_grad=False, device=N
     _check_device(device)
     if end is None:
         start, end = 0, start
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{np.dtype(dtype).name}'")
     if dtype is None:
         dtype = (
             result_type(start, end, step)
@@ -99,6 +109,8 @@ def arange(start, end=None, step=1, *, dtype=None, requires_grad=False, device=N
 
 def linspace(start, end, steps, *, dtype=None, requires_grad=False, device=None):
     _check_device(device)
+    if dtype is None and builtins.any(isinstance(v, complex) for v in (start, end)):
+        dtype = result_type(1j)  # the default complex dtype
     return _factory(np.linspace(start, end, steps).astype(_float_dtype(dtype)), None, requires_grad)
 
 

@@ -15,7 +15,7 @@ from tracegrad import numpy as tnp
 from tracegrad.torch.engine import grad as _grad
 from tracegrad.torch.grad_mode import _enabled
 from tracegrad.torch.ops.arithmetic import add, where
-from tracegrad.torch.ops.conventions import _as_tensor, _named
+from tracegrad.torch.ops.conventions import _as_tensor, _named, _real_number
 from tracegrad.torch.ops.creation import zeros
 from tracegrad.torch.ops.inplace import rebind
 from tracegrad.torch.ops.shapes import expand, reshape
@@ -59,7 +59,7 @@ def _setitem(self, index, value):
         raise RuntimeError(_expand_message(vshape, target)) from None
     old = self._snapshot()
     if not isinstance(value, Tensor):
-        value = np.asarray(value, dtype=self.dtype)
+        value = np.asarray(_real_number(value, self.dtype), dtype=self.dtype)
     elif value.dtype != self.dtype:
         value = value._astype(self.dtype)
     records = old._requires_grad or (isinstance(value, Tensor) and value._requires_grad)

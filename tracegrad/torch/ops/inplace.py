@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracegrad import config
+from tracegrad.diagnostics import tensor_causes
 from tracegrad.primitives.elementwise import where_p
 from tracegrad.torch.grad_mode import _enabled
 from tracegrad.torch.ops import creation
@@ -44,6 +46,8 @@ def rebind(self: Tensor, result: Tensor) -> Tensor:
         value = result._cell.value
     self._cell.value = value
     self._cell.version += 1
+    if config.provenance or config.debug_nans or config.debug_infs:
+        tensor_causes.changed_in_place(self._cell)  # tracegrad.diagnostics: the user's line
     if result._grad_fn is not None:
         self._grad_fn = result._grad_fn
         self._index = result._index
@@ -53,6 +57,8 @@ def rebind(self: Tensor, result: Tensor) -> Tensor:
 
 def _inplace(name: str):
     def method(self, *args, **kwargs):
+        if name == "abs" and self.dtype.kind == "c":  # a real result cannot replace z
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
         self._check_inplace()
         result = getattr(self._snapshot(), name)(*args, **kwargs)
         return rebind(self, result)

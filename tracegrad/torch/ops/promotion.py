@@ -25,19 +25,51 @@ def _rank(dtype) -> int:
     return _KIND_RANK[np.dtype(dtype).kind]
 
 
+def _to_complex(dtype) -> np.dtype:
+    """The complex dtype whose parts are `dtype` (float16 has no NumPy complex: complex64)."""
+    return np.dtype(np.complex128 if np.dtype(dtype) == np.float64 else np.complex64)
+
+
 def _promote(a, b):
+    """c10's `promoteTypes` within one group of operands: the higher kind wins (an int64 and
+    a float16 make float16), and a complex meeting a wider float widens (complex64 and float64
+    make complex128)."""
     if a is None:
         return b
     if b is None:
         return a
     ra, rb = _rank(a), _rank(b)
-    if ra != rb:
-        return a if ra > rb else b
-    return np.promote_types(a, b)
+    if ra == rb:
+        return np.promote_types(a, b)
+    high, low = (a, b) if ra > rb else (b, a)
+    if high.kind == "c" and low.kind == "f":
+        return np.promote_types(high, _to_complex(low))
+    return high
+
+
+def _combine(higher, lower):
+    """c10's `combine_categories`: a lower-priority group (0-d tensors, then Python numbers)
+    only changes the result when its kind is higher; a complex one makes a float result
+    complex at the float's precision (float64 and a complex64 0-d tensor make complex128)."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.kind == "c":
+        return higher
+    if lower.kind == "c":
+        return _to_complex(higher) if higher.kind == "f" else lower
+    if higher.kind == "f":
+        return higher
+    if higher.kind == "b" or lower.kind == "f":
+        return _promote(higher, lower)
+    return higher
 
 
 def result_type(*operands) -> np.dtype:
-    """`torch.result_type` for tensors, NumPy arrays (as tensors) and Python scalars."""
+    """`torch.result_type` for tensors, NumPy arrays (as tensors) and Python scalars: three
+    groups (dimensioned tensors, 0-d tensors, Python numbers), each promoted within, combined
+    by priority as c10 does."""
     dims = zeros = None
     scalar_rank = -1
     for x in operands:
@@ -56,17 +88,11 @@ def result_type(*operands) -> np.dtype:
             scalar_rank = builtins.max(scalar_rank, 2)
         elif isinstance(x, complex):
             scalar_rank = builtins.max(scalar_rank, 3)
-    result = dims
-    if zeros is not None and (result is None or _rank(zeros) > _rank(result)):
-        result = zeros
-    if scalar_rank >= 0 and (result is None or scalar_rank > _rank(result)):
+    scalars = None
+    if scalar_rank >= 0:
         default = get_default_dtype()
-        result = np.dtype(
-            [np.bool_, np.int64, default, np.complex64 if default == np.float32 else np.complex128][
-                scalar_rank
-            ]
-        )
-    return np.dtype(result)
+        scalars = np.dtype((np.bool_, np.int64, default, _to_complex(default))[scalar_rank])
+    return np.dtype(_combine(dims, _combine(zeros, scalars)))
 
 
 def _cast(x, dtype):

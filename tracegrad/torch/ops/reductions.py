@@ -14,6 +14,7 @@ import numpy as np
 
 from tracegrad import numpy as tnp
 from tracegrad.primitives import broadcasting, reduction
+from tracegrad.primitives import elementwise as ew
 from tracegrad.torch.ops.arithmetic import (
     abs,
     add,
@@ -29,7 +30,14 @@ from tracegrad.torch.ops.arithmetic import (
     where,
 )
 from tracegrad.torch.ops.comparisons import eq, isfinite
-from tracegrad.torch.ops.conventions import _alias, _as_tensor, _dims, _named, _numpy_names
+from tracegrad.torch.ops.conventions import (
+    _alias,
+    _as_tensor,
+    _dims,
+    _named,
+    _no_complex,
+    _numpy_names,
+)
 from tracegrad.torch.ops.shapes import squeeze
 from tracegrad.torch.tensor import Tensor
 
@@ -85,7 +93,12 @@ def var(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
     axes = tuple(range(x.ndim)) if axes is None else axes
     n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
     centered = sub(x, mean(x, axes, keepdim=True))
-    total = broadcasting.sum(mul(centered, centered), axes, keepdim)
+    if x.dtype.kind == "c":  # |z - mean|^2, real, as PyTorch's (and NumPy's) variance
+        re, im = ew.real(centered), ew.imag(centered)
+        squares = add(mul(re, re), mul(im, im))
+    else:
+        squares = mul(centered, centered)
+    total = broadcasting.sum(squares, axes, keepdim)
     return _named(div(total, builtins.max(n - correction, 0)), "VarBackward0", (input,))
 
 
@@ -108,6 +121,7 @@ def _reduce_choose(which: str):
             return pair(input, dim)
         x = _as_tensor(input)
         if dim is None:
+            _no_complex(f"\"{which}_all\" not implemented for '{{}}'", x)
             if x.numel() == 0:
                 raise RuntimeError(
                     f"{which}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -115,6 +129,7 @@ def _reduce_choose(which: str):
                 )
             # all-reduce: ties share the gradient evenly, as PyTorch's MaxBackward1
             return _named(full(x, tuple(range(x.ndim)), False), f"{which.capitalize()}Backward1")
+        _no_complex(f"{which}(): does not support complex input", x, error=RuntimeError)
         (d,) = _dims(dim, x.ndim) or (None,)
         if d is None:  # a 0-d tensor: itself, at index 0
             values = _alias(x, f"{which.capitalize()}Backward0")
@@ -141,6 +156,7 @@ def _extreme(reduce, name: str):
 
     def f(input, dim=(), keepdim=False):
         x = _as_tensor(input)
+        _no_complex(f"\"{name[1:]}_values_cpu\" not implemented for '{{}}'", x)
         axes = _dims(dim, x.ndim) if dim != () else tuple(range(x.ndim))
         return reduce(x, axes, keepdim)
 
@@ -157,6 +173,7 @@ def _arg(np_fn, tnp_fn, name: str):
 
     def f(input, dim=None, keepdim=False):
         x = _as_tensor(input).detach()
+        _no_complex(f"{name}(): does not support complex input", x, error=RuntimeError)
         axes = None if dim is None else _dims(dim, x.ndim)
         if not axes:
             return _as_tensor(np_fn(x.numpy()))
@@ -174,16 +191,24 @@ argmin = _arg(np.argmin, tnp.argmin, "argmin")
 def logsumexp(input, dim, keepdim=False):
     x = _as_tensor(input)
     axes = _dims(dim, x.ndim)
-    m = reduction.max(x.detach(), axes, True)
+    # shifted by the largest real part, as PyTorch's (a complex number has no maximum)
+    m = reduction.max(ew.real(x.detach()) if x.dtype.kind == "c" else x.detach(), axes, True)
     m = where(isfinite(m), m, 0.0)
     out = add(log(broadcasting.sum(exp(sub(x, m)), axes, True)), m)
     return _named(out if keepdim else squeeze(out, axes), "LogsumexpBackward0", (input,))
+
+
+def _softmax_kernel(name: str, x, axes) -> str:
+    """PyTorch's message for a complex softmax names its kernel: the last-axis one or not."""
+    last = not axes or axes[0] == x.ndim - 1
+    return f"\"{name}{'_lastdim' if last else ''}_kernel_impl\" not implemented for '{{}}'"
 
 
 @_numpy_names
 def softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
     axes = _dims(dim, x.ndim)
+    _no_complex(_softmax_kernel("softmax", x, axes), x)
     e = exp(sub(x, reduction.max(x.detach(), axes, True)))
     return _named(div(e, broadcasting.sum(e, axes, True)), "SoftmaxBackward0", (input,))
 
@@ -192,6 +217,7 @@ def softmax(input, dim, dtype=None):
 def log_softmax(input, dim, dtype=None):
     x = _as_tensor(input) if dtype is None else _as_tensor(input)._astype(dtype)
     axes = _dims(dim, x.ndim)
+    _no_complex(_softmax_kernel("log_softmax", x, axes), x)
     m = reduction.max(x.detach(), axes, True)
     shifted = sub(x, where(isfinite(m), m, 0.0))  # (x - max) - log(sum(exp(x - max)))
     out = sub(shifted, log(broadcasting.sum(exp(shifted), axes, True)))
@@ -202,7 +228,11 @@ def norm(input, p="fro", dim=None, keepdim=False):
     x = _as_tensor(input)
     if p in ("fro", 2, 2.0):
         # PyTorch's gradient at a zero vector is 0 (sqrt's would be inf * 0 = nan)
-        squares = sum(mul(x, x), dim, keepdim)
+        if x.dtype.kind == "c":  # the modulus: a real norm, as PyTorch's
+            re, im = ew.real(x), ew.imag(x)
+            squares = sum(add(mul(re, re), mul(im, im)), dim, keepdim)
+        else:
+            squares = sum(mul(x, x), dim, keepdim)
         zero = eq(squares.detach(), 0)
         return _named(where(zero, 0.0, sqrt(where(zero, 1.0, squares))), "NormBackward1", (x,))
     if p in (1, 1.0):

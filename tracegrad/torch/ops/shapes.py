@@ -16,9 +16,10 @@ from tracegrad import numpy as tnp
 from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import views
+from tracegrad.torch.creation_from_data import _check_device
 from tracegrad.torch.ops.conventions import _alias, _as_tensor, _dims, _named, _shape_args
 from tracegrad.torch.ops.promotion import _cast, result_type
-from tracegrad.torch.tensor import Tensor, _check_device
+from tracegrad.torch.tensor import Tensor
 
 
 def reshape(input, *shape_):

@@ -14,10 +14,11 @@ from itertools import chain
 
 import numpy as np
 
+from tracegrad.torch.creation_from_data import tensor
 from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.grad_mode import enable_grad, no_grad
 from tracegrad.torch.hooks import RemovableHandle
-from tracegrad.torch.tensor import Tensor, tensor
+from tracegrad.torch.tensor import Tensor
 
 __all__ = ["Optimizer", "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook"]
 

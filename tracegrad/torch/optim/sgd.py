@@ -4,6 +4,7 @@ torch's single-tensor updates (torch/optim/sgd.py, asgd.py, rprop.py) in their o
 
 from __future__ import annotations
 
+from tracegrad.torch.creation_from_data import tensor
 from tracegrad.torch.ops import full_like, where, zeros_like
 from tracegrad.torch.optim.optimizer import (
     Optimizer,
@@ -18,7 +19,7 @@ from tracegrad.torch.optim.optimizer import (
     _to_scalar,
     _value,
 )
-from tracegrad.torch.tensor import Tensor, tensor
+from tracegrad.torch.tensor import Tensor
 
 __all__ = ["ASGD", "SGD", "Rprop"]
 

@@ -33,10 +33,15 @@ What "bit for bit" takes here (DESIGN.md §2: a simplified program gives exactly
   evaluation warns stays a node, so the warning still happens at run time. It does not fold
   into arrays much larger than its inputs (a broadcast of a scalar stays a `broadcast_to`).
 
-Sub-graphs are never entered: a node whose params hold a `Graph` (custom rules, control flow,
-and `checkpoint` once it exists) is opaque to every pass, and so is any primitive listed in
-`BARRIER_PRIMITIVES` (where `checkpoint_p` belongs): nothing is folded into it, rewritten
-through it or shared across it.
+Sub-graphs are entered only where that is known to be safe: the bodies and branches of control
+flow (the primitives in `OPEN_PRIMITIVES`) are simplified, each on its own (nothing is folded
+into one from outside, or shared across its boundary), and equal control-flow nodes are shared;
+the forward scan that reverse mode adds, which extends a scan already in the graph, replaces it
+(the loop then runs once). Any other node whose params hold a `Graph` (custom rules,
+`checkpoint`) is opaque to every pass, and so is any primitive listed in `BARRIER_PRIMITIVES`
+(`checkpoint_p` is): nothing is folded into it, rewritten through it or shared across it.
+Nodes of effectful primitives (`debug_print`) are kept though nothing reads them, and are never
+folded or shared.
 
 Submodules, each importing only the ones listed before it:
 
@@ -47,7 +52,7 @@ Submodules, each importing only the ones listed before it:
 - `passes`: the public passes built on the sweep, and `simplify`'s fixed-point loop.
 """
 
-from tracegrad.transforms.simplify.graphs import BARRIER_PRIMITIVES
+from tracegrad.transforms.simplify.graphs import BARRIER_PRIMITIVES, OPEN_PRIMITIVES
 from tracegrad.transforms.simplify.passes import MAX_ROUNDS as MAX_ROUNDS
 from tracegrad.transforms.simplify.passes import (
     cse,
@@ -59,6 +64,7 @@ from tracegrad.transforms.simplify.passes import (
 
 __all__ = [
     "BARRIER_PRIMITIVES",
+    "OPEN_PRIMITIVES",
     "cse",
     "dce",
     "fold_constants",

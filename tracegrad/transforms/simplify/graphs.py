@@ -7,11 +7,17 @@ checks it at every node. The package re-exports this same set object: add to it 
 
 from __future__ import annotations
 
-from tracegrad.ir.graph import Graph, Node
+from tracegrad.ir.graph import Graph, Node, sub_graphs
+from tracegrad.primitives import control, custom
 
 # Primitives no pass looks into or across (a `checkpoint` region: its residuals must be
-# recomputed, not shared with the outside). `checkpoint_p` is to be added here when it lands.
-BARRIER_PRIMITIVES: set = set()
+# recomputed, not shared with the outside).
+BARRIER_PRIMITIVES: set = {custom.checkpoint_p}
+
+# Primitives holding sub-graphs that are simplified, each on its own, and shared when equal:
+# control flow, whose bodies are plain functions of their inputs. A node of any other
+# primitive holding a sub-graph is opaque (it may be a `checkpoint` or a user's rule).
+OPEN_PRIMITIVES: set = {control.cond_p, control.while_loop_p, control.scan_p}
 
 
 def _rebuild(graph: Graph, outputs, nodes) -> Graph:
@@ -20,11 +26,12 @@ def _rebuild(graph: Graph, outputs, nodes) -> Graph:
 
 
 def _live(nodes, outputs) -> list[Node]:
-    """The nodes (in their order) that some output reads, by one backward sweep."""
+    """The nodes (in their order) that some output reads, and effectful ones (a print runs
+    though nothing reads it), by one backward sweep."""
     live = {e.node for e in outputs}
     keep = []
     for node in reversed(nodes):
-        if node in live:
+        if node in live or node.prim.effect:
             keep.append(node)
             live.update(e.node for e in node.inputs)
     keep.reverse()
@@ -32,9 +39,10 @@ def _live(nodes, outputs) -> list[Node]:
 
 
 def _is_barrier(node: Node) -> bool:
-    if node.prim in BARRIER_PRIMITIVES:
+    if node.prim in BARRIER_PRIMITIVES or node.prim.effect:
         return True
-    for v in node.params.values():
-        if isinstance(v, Graph) or (type(v) is tuple and any(isinstance(u, Graph) for u in v)):
-            return True
-    return False
+    return _holds_graphs(node)
+
+
+def _holds_graphs(node: Node) -> bool:
+    return bool(node.params) and bool(sub_graphs(node))

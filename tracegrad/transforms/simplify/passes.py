@@ -12,7 +12,8 @@ from tracegrad import config
 from tracegrad.ir.graph import Graph, with_consts
 from tracegrad.ir.verify import verify
 from tracegrad.transforms.simplify.graphs import _live, _rebuild
-from tracegrad.transforms.simplify.rewrite import _Pass
+from tracegrad.transforms.simplify.loops import prune_outputs
+from tracegrad.transforms.simplify.rewrite import SIMPLIFY, _Pass
 
 MAX_ROUNDS = 8
 
@@ -63,12 +64,17 @@ def simplify(
     for _ in range(max_rounds):
         sweep = _Pass(graph, cse=True, fold=True, rules=True, c_inputs=contiguous_inputs)
         graph = sweep.run()
+        pruned = prune_outputs(graph)  # (a loop's dead outputs: its body is simplified again)
         # One sweep in topological order sees every node after its inputs were final, so only
         # the nodes the rules created (say x*x for x**2) were not simplified themselves.
-        if not sweep.created:
+        if not sweep.created and pruned is graph:
             break
+        graph = pruned
     return _debug_verify(graph)
 
 
 def _debug_verify(graph: Graph) -> Graph:
     return verify(graph) if config.debug else graph
+
+
+SIMPLIFY.append(simplify)  # sub-graphs are simplified by the same passes

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracegrad.diagnostics import provenance
 from tracegrad.ir import layout as lay
 from tracegrad.ir.graph import Edge, Graph, Node, Params, const_p, with_consts
 from tracegrad.ir.types import Aval
@@ -30,7 +31,14 @@ from tracegrad.transforms.simplify.constants import (
     _is_two,
     _params_key,
 )
-from tracegrad.transforms.simplify.graphs import _is_barrier, _live, _rebuild
+from tracegrad.transforms.simplify.graphs import (
+    BARRIER_PRIMITIVES,
+    OPEN_PRIMITIVES,
+    _holds_graphs,
+    _is_barrier,
+    _live,
+    _rebuild,
+)
 from tracegrad.transforms.simplify.powers import _pow_is_exact
 
 # Folding limits: a folded result may have up to this many elements regardless of its inputs,
@@ -43,6 +51,53 @@ _C, _DENSE, _ANY = lay.C_ORDER, lay.DENSE, lay.ANY
 
 
 # -- the rewriting loop ---------------------------------------------------------------------
+
+
+def _other_params(params) -> tuple:
+    return tuple((k, v) for k, v in params.items() if k != "body")
+
+
+def _extension_key(node: Node):
+    """The merge key of the loop `node`'s body extends, or None: a body derived for reverse
+    mode records the body it extends (`_cache["residual_of"]`, see transforms.control)."""
+    body = node.params.get("body")
+    base = body._cache.get("residual_of") if isinstance(body, Graph) else None
+    if base is None:
+        return None
+    return (node.prim, id(base), _other_params(node.params), node.inputs)
+
+
+def _simplified_params(params):
+    """`params` with every sub-graph simplified (the same object when none changes)."""
+    from_passes = _simplify_graph  # (set by passes: the full simplification of a graph)
+    out, changed = {}, False
+    for k, v in params.items():
+        if isinstance(v, Graph):
+            new = from_passes(v)
+        elif type(v) is tuple and v and all(isinstance(u, Graph) for u in v):
+            new = tuple(from_passes(u) for u in v)
+            new = v if all(a is b for a, b in zip(new, v)) else new
+        else:
+            new = v
+        changed = changed or new is not v
+        out[k] = new
+    return Params(out) if changed else params
+
+
+def _simplify_graph(graph: Graph) -> Graph:
+    hit = graph._cache.get("simplified")
+    if hit is None:
+        hit = graph._cache["simplified"] = SIMPLIFY[0](graph)
+        if hit is not graph:
+            hit._cache["simplified"] = hit
+            base = graph._cache.get("residual_of")
+            if base is not None:  # (a simplified forward body still extends its loop's)
+                hit._cache["residual_of"] = base
+    return hit
+
+
+#: `simplify` itself, registered by `passes` (which imports this module)
+SIMPLIFY: list = []
 
 
 class _Pass:
@@ -62,6 +117,15 @@ class _Pass:
         self.out_nodes = {e.node for e in graph.outputs}
         self.facts: dict = {}  # (const node, predicate) -> bool, computed once
         self.created = 0  # nodes made by rules (not yet simplified themselves)
+        # a loop whose body extends another loop's (the forward scan of a vjp): see `merged`
+        self.extends: dict = {}
+        self.early: set[Node] = set()
+        if cse:
+            for node in graph.nodes:
+                if node.params and _holds_graphs(node):
+                    key = _extension_key(node)
+                    if key is not None:
+                        self.extends.setdefault(key, node)
         n = len(graph.inputs)
         for i, e in enumerate(graph.inputs):
             self.rank[e.node] = i - n
@@ -91,9 +155,14 @@ class _Pass:
         return e  # a graph input (or a malformed edge, which verify reports)
 
     def visit(self, node: Node) -> None:
+        if node in self.early:
+            return
         ins = tuple([self.edge(e) for e in node.inputs])
         if _is_barrier(node):
-            self.set(node, self.emit(node, ins))
+            if node.prim not in OPEN_PRIMITIVES or node.prim in BARRIER_PRIMITIVES:
+                self.set(node, self.emit(node, ins))
+            elif not self.merged(node):
+                self.visit_holder(node, ins)
             return
         if self.fold:
             folded = self.try_fold(node, ins)
@@ -107,6 +176,7 @@ class _Pass:
                 if rep is not None:
                     if rep.aval != node.out_avals[0]:  # a rule's bug must not change avals
                         raise AssertionError(f"simplify: rewriting {node.prim} changed its aval")
+                    provenance.inherit(node, rep.node)  # tracegrad.diagnostics: the user's line
                     self.new[node] = (rep,)
                     return
         key = self.key(node.prim, node.params, ins) if self.cse else None
@@ -119,6 +189,42 @@ class _Pass:
         if key is not None:
             self.table[key] = new
         self.set(node, new)
+
+    def visit_holder(self, node: Node, ins) -> None:
+        """A node holding sub-graphs: its sub-graphs simplified (each on its own: nothing is
+        folded into one or shared across its boundary), then shared if an equal node exists."""
+        params = _simplified_params(node.params)
+        if params is not node.params or ins != node.inputs:
+            new = Node(node.prim, ins, params, node.out_avals)
+            provenance.inherit(node, new)  # tracegrad.diagnostics: keep the user's line
+        else:
+            new = node
+        key = self.key(new.prim, new.params, ins) if self.cse else None
+        hit = self.table.get(key) if key is not None else None
+        if hit is not None:
+            self.set(node, hit)
+            return
+        self.append(new)
+        if key is not None:
+            self.table[key] = new
+        self.set(node, new)
+
+    def merged(self, node: Node) -> bool:
+        """A scan whose body a later scan extends (the same loop on the same operands, with
+        the residuals reverse mode reads as extra outputs): the later scan is emitted here and
+        gives this one's outputs, so the loop runs once."""
+        body = node.params.get("body")
+        if not isinstance(body, Graph):
+            return False
+        key = (node.prim, id(body), _other_params(node.params), node.inputs)
+        ext = self.extends.get(key)
+        if ext is None or ext is node:
+            return False
+        self.visit(ext)
+        self.early.add(ext)
+        edges = self.new.get(ext) or ext.outputs
+        self.new[node] = tuple(edges[: len(node.out_avals)])
+        return True
 
     def set(self, old: Node, new: Node) -> None:
         """`old`'s outputs are `new`'s (nothing to record when `new` is `old` itself)."""
@@ -145,7 +251,8 @@ class _Pass:
     def emit(self, node: Node, ins) -> Node:
         """`node` with inputs `ins` (the node itself when they did not change), appended."""
         if ins != node.inputs:
-            node = Node(node.prim, ins, node.params, node.out_avals)
+            old, node = node, Node(node.prim, ins, node.params, node.out_avals)
+            provenance.inherit(old, node)  # tracegrad.diagnostics: keep the user's line
         self.append(node)
         return node
 

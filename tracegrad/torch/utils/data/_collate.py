@@ -11,8 +11,9 @@ import re
 
 import numpy as np
 
+from tracegrad.torch.creation_from_data import tensor
 from tracegrad.torch.ops import as_tensor, stack
-from tracegrad.torch.tensor import Tensor, tensor
+from tracegrad.torch.tensor import Tensor
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
 

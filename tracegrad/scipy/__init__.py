@@ -1,0 +1,19 @@
+"""`tracegrad.scipy` (`tsp`): SciPy's functions, traceable and differentiable, as `jax.scipy`.
+
+`special` (SciPy's special functions, computed by SciPy itself), `stats` (distributions with
+SciPy's signatures, differentiable in the data and their continuous parameters) and
+`optimize.minimize` (SciPy's, with tracegrad's gradients). SciPy is an optional extra:
+`pip install 'tracegrad[scipy]'`.
+"""
+
+try:
+    import scipy  # noqa: F401 - only to say what is missing
+except ImportError as err:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(
+        "tracegrad.scipy needs SciPy, an optional extra of tracegrad: install it with "
+        "pip install 'tracegrad[scipy]' (or pip install scipy)"
+    ) from err
+
+from tracegrad.scipy import optimize, special, stats
+
+__all__ = ["optimize", "special", "stats"]
