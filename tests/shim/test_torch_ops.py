@@ -1550,3 +1550,25 @@ def test_cumprod_gradient_at_a_zero_matches_torch():
         x = M.tensor([2.0, 0.0, 3.0], dtype=M.float64, requires_grad=True)
         x.cumprod(0).sum().backward()
         np.testing.assert_array_equal(values(x.grad), [1.0, 8.0, 0.0])
+
+
+def test_fill_and_full_take_a_constant_0d_tensor_as_torch():
+    """A 0-d tensor without grad is a number to `fill_` and `full` (torch's dtype rules: a
+    float tensor fills with the default dtype in `full`); other tensors are refused with
+    torch's messages."""
+    for lib in (torch, tt):
+        x = lib.zeros(3, dtype=lib.float64)
+        x.fill_(lib.tensor(2.5))
+        assert x.tolist() == [2.5] * 3 and x.dtype == lib.float64
+    for value in (3.0, 3, True):
+        want = torch.full((2,), torch.tensor(value))
+        got = tt.full((2,), tt.tensor(value))
+        assert got.tolist() == want.tolist() and str(got.dtype) == str(want.dtype).split(".")[1]
+    messages = []
+    for lib in (torch, tt):
+        with pytest.raises(RuntimeError) as fill_err:
+            lib.zeros(3).fill_(lib.tensor([1.0, 2.0]))
+        with pytest.raises(TypeError) as full_err:
+            lib.full((2,), lib.tensor(2.0, requires_grad=True))
+        messages.append((str(fill_err.value), str(full_err.value)))
+    assert messages[0] == messages[1]

@@ -55,6 +55,10 @@ def empty(*size, dtype=None, requires_grad=False, device=None):
 
 def full(size, fill_value, *, dtype=None, requires_grad=False, device=None):
     _check_device(device)
+    if isinstance(fill_value, Tensor):  # torch takes a 0-d tensor without grad as its number
+        if fill_value._requires_grad or fill_value.ndim != 0:
+            raise TypeError("full(): argument 'fill_value' (position 2) must be Number, not Tensor")
+        fill_value = fill_value.item()
     if dtype is None:
         dtype = result_type(fill_value) if not isinstance(fill_value, bool) else np.bool_
     fill_value = _real_number(fill_value, dtype)

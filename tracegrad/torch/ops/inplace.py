@@ -74,8 +74,15 @@ def _zero_(self):
 
 def _fill_(self, value):
     self._check_inplace()
-    if isinstance(value, Tensor) and value._requires_grad:
-        return rebind(self, expand(value._astype(self.dtype), self.shape))
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                "fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.ndim} dimensions."
+            )
+        if value._requires_grad:
+            return rebind(self, expand(value._astype(self.dtype), self.shape))
+        value = value._cell.value  # a constant 0-d tensor fills as its number
     return rebind(self, Tensor._wrap(np.full(self.shape, value, self.dtype)))
 
 
