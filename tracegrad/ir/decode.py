@@ -35,7 +35,7 @@ from tracegrad.ir.load_errors import _clip, _error, _expect, _fail, _keys, _labe
 from tracegrad.ir.param_types import PARAM_TYPES
 from tracegrad.ir.primitive import lookup
 from tracegrad.ir.pytree_json import _decode_tree
-from tracegrad.ir.types import Aval
+from tracegrad.ir.types import Aval, avals_short
 from tracegrad.ir.verify import check_shape_rule
 
 
@@ -211,7 +211,7 @@ class _Decoder:
             if node.out_avals != out_avals:
                 _fail(
                     f"{where}: its value is {_clip(node.out_avals[0].str_short(), 200)} but the "
-                    f"node records {_clip(_short(out_avals), 200)}"
+                    f"node records {_clip(avals_short(out_avals), 200)}"
                 )
             return node, listed
         if not prim.multiple_results and len(out_avals) != 1:
@@ -399,10 +399,6 @@ def _decode_edge(e, values: list[Node], what) -> Edge:
             f"{len(node.out_avals)} outputs"
         )
     return Edge(node, index)
-
-
-def _short(avals) -> str:
-    return "(" + ", ".join(a.str_short() for a in avals) + ")"
 
 
 def _decode_shape(raw, what: str) -> tuple[int, ...]:

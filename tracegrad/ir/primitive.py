@@ -71,6 +71,18 @@ class RuleFor:
     factory: Callable
 
 
+def lazy_rule(rules: Callable, name: str) -> Callable:
+    """The rule `name` of the module `rules()` returns, looked up at each call: the rules of
+    primitives holding sub-graphs run transforms, which import the primitives (DESIGN.md §7),
+    so each such family imports its rules' module in one commented function."""
+
+    def rule(*args, **kwargs):
+        return getattr(rules(), name)(*args, **kwargs)
+
+    rule.__name__ = name
+    return rule
+
+
 def rule_for(factory: Callable) -> RuleFor:
     """Give a rule that needs its own primitive: `batch=rule_for(lambda p: ...)`."""
     return RuleFor(factory)

@@ -125,3 +125,8 @@ def carries_derivative(x) -> bool:
     if d is not None:
         return d.kind in "fc"
     return isinstance(x, float | complex)
+
+
+def avals_short(avals) -> str:
+    """`(f64[3], i64[])`: several avals in messages, as the printer writes each."""
+    return "(" + ", ".join(a.str_short() for a in avals) + ")"

@@ -25,8 +25,9 @@ import numpy as np
 
 from tracegrad.core import Trace, bind
 from tracegrad.ir.graph import Graph, with_consts
-from tracegrad.ir.primitive import READS_INPUTS, READS_NOTHING, Primitive
+from tracegrad.ir.primitive import READS_INPUTS, READS_NOTHING, Primitive, lazy_rule
 from tracegrad.ir.types import Aval
+from tracegrad.ir.types import avals_short as _short
 
 
 def _rules():
@@ -37,17 +38,7 @@ def _rules():
 
 
 def _rule(name: str):
-    """A rule that `tracegrad.transforms.control` defines, looked up when first called."""
-
-    def rule(*args, **kwargs):
-        return getattr(_rules(), name)(*args, **kwargs)
-
-    rule.__name__ = name
-    return rule
-
-
-def _short(avals) -> str:
-    return "(" + ", ".join(a.str_short() for a in avals) + ")"
+    return lazy_rule(_rules, name)
 
 
 def _same_avals(what: str, got, want) -> None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from tracegrad.core import bind
 from tracegrad.ir.graph import Graph
 from tracegrad.ir.layout import Layout
-from tracegrad.ir.primitive import READS_ALL, READS_INPUTS, READS_NOTHING, Primitive
+from tracegrad.ir.primitive import READS_ALL, READS_INPUTS, READS_NOTHING, Primitive, lazy_rule
+from tracegrad.ir.types import avals_short as _short
 
 
 def _rules():
@@ -29,17 +30,7 @@ def _rules():
 
 
 def _rule(name: str):
-    """A rule that `tracegrad.transforms.custom` defines, looked up when first called."""
-
-    def rule(*args, **kwargs):
-        return getattr(_rules(), name)(*args, **kwargs)
-
-    rule.__name__ = name
-    return rule
-
-
-def _short(avals) -> str:
-    return "(" + ", ".join(a.str_short() for a in avals) + ")"
+    return lazy_rule(_rules, name)
 
 
 def _operands(what: str, avals, graph) -> None:
