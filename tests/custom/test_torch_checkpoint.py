@@ -124,3 +124,27 @@ def test_double_backward_through_the_recomputation():
         (g,) = tt.autograd.grad(y.sum(), [x], create_graph=True)
         results.append(tt.autograd.grad((g * g).sum(), [w])[0].numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-14)
+
+
+def test_random_operations_are_replayed_with_the_first_runs_numbers():
+    """Dropout inside a checkpoint: the rerun draws the same mask (PyTorch's
+    preserve_rng_state=True), so the gradient is the unchecked one; the global stream ends
+    where the first run left it. With preserve_rng_state=False the rerun draws anew."""
+
+    def f(x):
+        return tt.nn.functional.dropout(x * 2.0, p=0.5, training=True).sum() * x.sum()
+
+    def grads(checkpointed, **kw):
+        tt.manual_seed(3)
+        x = tt.ones(64, dtype=tt.float64, requires_grad=True)
+        y = tcp.checkpoint(f, x, use_reentrant=False, **kw) if checkpointed else f(x)
+        after = tt.rand(1).item()  # where the stream stands after the forward pass
+        y.backward()
+        return x.grad.numpy(), after
+
+    plain, after = grads(False)
+    kept, kept_after = grads(True)
+    np.testing.assert_array_equal(kept, plain)
+    assert kept_after == after
+    fresh, _ = grads(True, preserve_rng_state=False)
+    assert not np.array_equal(fresh, plain)

@@ -15,6 +15,7 @@ reads nothing, `x + 1.0`, so a recording cannot always be replayed as a graph.)
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 from tracegrad import tree
@@ -23,6 +24,7 @@ from tracegrad.torch.engine import grad as autograd_grad
 from tracegrad.torch.function import Function
 from tracegrad.torch.grad_mode import _enabled, enable_grad
 from tracegrad.torch.graph import AccumulateGrad
+from tracegrad.torch.ops import creation
 from tracegrad.torch.tensor import Tensor
 
 _REENTRANT_WARNING = (
@@ -53,11 +55,13 @@ class _Call:
     """One checkpointed call: the function, its arguments (tensor positions marked), and the
     outputs of the first run."""
 
-    def __init__(self, function, args, kwargs):
+    def __init__(self, function, args, kwargs, preserve_rng_state: bool):
         self.function, self.args, self.kwargs = function, list(args), kwargs
         self.positions = [
             i for i, a in enumerate(args) if isinstance(a, Tensor) and a.dtype.kind in "fc"
         ]
+        # the global stream as the first run found it, so the rerun draws the same numbers
+        self.rng = copy.deepcopy(creation._rng) if preserve_rng_state else None
 
     def run(self, tensors):
         """The function on `tensors` in the float tensor arguments' places."""
@@ -65,6 +69,17 @@ class _Call:
         for i, t in zip(self.positions, tensors):
             args[i] = t
         return self.function(*args, **self.kwargs)
+
+    def rerun(self, tensors):
+        """`run` again, drawing random numbers from the first run's state (PyTorch's
+        `preserve_rng_state`), and leaving the global stream where it was."""
+        if self.rng is None:
+            return self.run(tensors)
+        current, creation._rng = creation._rng, copy.deepcopy(self.rng)
+        try:
+            return self.run(tensors)
+        finally:
+            creation._rng = current
 
 
 class CheckpointFunction(Function):
@@ -83,7 +98,7 @@ class CheckpointFunction(Function):
         n = len(call.positions)
         fresh = [t.detach().requires_grad_(True) for t in saved[:n]]
         with enable_grad():
-            flat = tree.leaves(call.run(fresh))
+            flat = tree.leaves(call.rerun(fresh))
         pairs = [
             (o, g)
             for o, g in zip(_recorded(flat), grads)
@@ -117,14 +132,15 @@ def checkpoint(
     tracegrad implements one variant, PyTorch's non-reentrant one, whatever `use_reentrant`
     says (None warns as PyTorch does): gradients flow to every tensor argument and to the
     parameters (leaves) the function reads, and `autograd.grad` works. The function runs
-    again in the backward pass, so it must compute the same values again; random operations
-    are not replayed (`preserve_rng_state` is accepted, and does nothing). A tensor the
+    again in the backward pass, so it must compute the same values again; with
+    `preserve_rng_state` (the default) it draws the same random numbers from the global stream
+    (dropout masks, `randn`) as the first run did. A tensor the
     function reads that was computed outside it (not a leaf) must be passed as an argument.
     """
     _check_options(use_reentrant, context_fn, determinism_check, debug, kwargs)
     if not _enabled.get():
         return function(*args, **kwargs)
-    call = _Call(function, args, kwargs)
+    call = _Call(function, args, kwargs, preserve_rng_state)
     fresh = [args[i].detach().requires_grad_(True) for i in call.positions]
     start = next(autograd_graph._counter)
     out = call.run(fresh)
