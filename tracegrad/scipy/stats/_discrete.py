@@ -1,8 +1,11 @@
 """Discrete distributions: `poisson`, `binom`, `bernoulli`, `nbinom` and `geom`, with SciPy's
 formulas (its private Boost functions for binom's and nbinom's pmf, cdf and ppf).
 
-Differentiable in their continuous parameters (mu, p, and nbinom's n in its pmf); not in k, a
-count, nor in binom's number of trials n. The ppfs are integers: their derivative is zero.
+Differentiable in their continuous parameters (mu, p, and nbinom's n in its pmf). binom's
+number of trials n: its pmf, cdf and sf refuse a derivative; its logpmf is SciPy's gammaln
+formula, differentiated as written (the formula's continuous extension in n, as JAX and HIPS
+autograd give). In k, a count, the pmfs and cdfs are steps (zero derivative; logpmf of a
+non-integer k follows the formula too). The ppfs are integers: their derivative is zero.
 """
 
 from __future__ import annotations
