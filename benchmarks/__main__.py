@@ -33,6 +33,8 @@ BENCHMARKS = (
     "memory",
     "rnn_scan",
     "mixture_likelihood",
+    "gp_likelihood",
+    "spectral_loss",
     "checkpoint_memory",
     "diagnostics_overhead",
 )

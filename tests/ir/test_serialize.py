@@ -1093,6 +1093,40 @@ COVERAGE.append(
         (_X,),
     )
 )
+# linear algebra (issue 15): every LAPACK-backed primitive and its params, in gradients
+_SQUARE = np.array([[2.0, 0.5, 0.1], [0.5, 3.0, 0.2], [0.1, 0.2, 4.0]])
+
+
+def _decompositions(a):
+    w, v = np.linalg.eigh(a, UPLO="U")
+    u, s, vh = np.linalg.svd(a, full_matrices=False, hermitian=False)
+    x, res, _, sv = np.linalg.lstsq(a, a[0], rcond=None)
+    return (
+        np.sum(np.linalg.inv(a)) + np.sum(np.linalg.solve(a, a[1])) + np.linalg.det(a)
+        + np.linalg.slogdet(a)[1] + np.sum(np.linalg.cholesky(a, upper=True))
+        + np.sum(np.linalg.qr(a, mode="r")) + np.sum(np.linalg.qr(a)[0] ** 2) + np.sum(w)
+        + np.sum(v**2) + np.sum(np.linalg.eigvalsh(a)) + np.sum(np.abs(np.linalg.eigvals(a)))
+        + np.sum(np.abs(np.linalg.eig(a)[0])) + np.sum(u**2) + np.sum(s) + np.sum(vh**2)
+        + np.sum(np.linalg.pinv(a, rtol=None)) + np.sum(np.linalg.pinv(a, 1e-12)) + np.sum(x)
+        + np.sum(res) + np.sum(sv)
+    )  # fmt: skip
+
+
+COVERAGE.append((tg.grad(_decompositions), (_SQUARE,)))
+# (a gradient reads no value of these: the values themselves)
+COVERAGE.append((lambda a: (np.linalg.eigvalsh(a), np.linalg.lstsq(a, a[0])), (_SQUARE,)))
+# the Fourier transforms (issue 15): rfft, irfft and fft both ways, in a gradient
+COVERAGE.append(
+    (
+        tg.grad(
+            lambda x: np.sum(
+                np.fft.irfft(np.fft.ifft(np.fft.fft(np.fft.rfft2(x, norm="ortho"), axis=0)), n=5)
+                ** 2
+            )
+        ),
+        (_X,),
+    )
+)
 COVERAGE_GRAPHS = [tg.make_graph(f)(*args) for f, args in COVERAGE]
 
 
@@ -1171,6 +1205,21 @@ BAD_PARAMS = {
 }
 BAD_PARAMS["allow_singular"] = {"int": 1}  # tracegrad.primitives.special's
 BAD_PARAMS["n_saved"] = {"int": -1}  # checkpoint's (issue 19)
+# linear algebra and Fourier transforms (issue 15)
+BAD_PARAMS.update(
+    {
+        "UPLO": {"str": "X"},
+        "upper": {"int": 1},
+        "full_matrices": {"str": "True"},
+        "compute_uv": {"int": 0},
+        "hermitian": {"int": 1},
+        "rcond": {"int": 1},
+        "rtol": {"str": "os.system"},
+        "s": {"tuple": [{"float": 1.0}]},
+        "norm": {"str": "os.system"},
+        "inverse": {"int": 1},
+    }
+)
 
 
 def test_every_param_type_has_a_bad_value():

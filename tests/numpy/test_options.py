@@ -1,6 +1,6 @@
 """The options users rely on: every `np.pad` mode, `where=`/`initial=` on the reductions, and
 `np.einsum(optimize=..., dtype=..., casting=...)` (tracegrad/numpy/_pad.py, _reductions.py,
-_linalg.py; tracegrad/primitives/masked.py and einsum.py).
+_products.py; tracegrad/primitives/masked.py and einsum.py).
 
 Each option runs through `check_name` (bits against NumPy outside a trace, on tracers and
 under jit; derivatives against finite differences; vmap against a loop) in float32 and

@@ -1,5 +1,5 @@
 """NumPy 2.2's product gufuncs vecdot, matvec and vecmat in tracegrad.numpy
-(tracegrad/primitives/products.py, tracegrad/numpy/_linalg.py).
+(tracegrad/primitives/products.py, tracegrad/numpy/_products.py).
 
 One parametrized test per name runs `check_name` (bits against NumPy outside a trace, on
 tracers and under jit; derivatives against finite differences; vmap against a loop) in float32

@@ -261,4 +261,7 @@ def test_the_optim_example_steps_as_the_numpy_replay(capsys, ours):
     np.testing.assert_allclose(coef, want, atol=5e-3)
     best, residual, *_ = np.linalg.lstsq(features, y, rcond=None)
     np.testing.assert_allclose(want, best, atol=5e-3)  # this start converges
-    assert got["loss"].item() < 1.02 * residual[0]
+    # near the optimum RMSprop hovers at steps of about lr: its float32 loss lands within a few
+    # percent of the least-squares minimum (8.82 here), by an amount that depends on the CPU's
+    # float32 rounding (9.007 on one machine, below 8.99 on another)
+    assert got["loss"].item() < 1.05 * residual[0]

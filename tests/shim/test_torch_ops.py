@@ -993,19 +993,23 @@ _ELSEWHERE = {
 }
 # cuda: test_cuda_is_refused_clearly; backward: every gradient above; _bind_eager: internal;
 # the complex methods: tests/shim/test_complex.py
-_METHODS_ELSEWHERE = {"normal_", "uniform_", "cuda", "backward", "_bind_eager"} | {
-    "real",
-    "imag",
-    "conj",
-    "conj_physical",
-    "resolve_conj",
-    "is_conj",
-    "is_complex",
-    "angle",
-    "sgn",
-    "cfloat",
-    "cdouble",
-}
+_METHODS_ELSEWHERE = (
+    {"normal_", "uniform_", "cuda", "backward", "_bind_eager"}
+    | {
+        "real",
+        "imag",
+        "conj",
+        "conj_physical",
+        "resolve_conj",
+        "is_conj",
+        "is_complex",
+        "angle",
+        "sgn",
+        "cfloat",
+        "cdouble",
+    }
+    | {"det", "inverse"}
+)  # torch.linalg's, against torch: tests/shim/test_torch_linalg_fft.py
 
 
 def test_cuda_is_refused_clearly():

@@ -26,6 +26,10 @@ _DTYPE_NAMES = frozenset(
     + ["float16", "float32", "float64", "complex64", "complex128"]
 )
 _SUBSCRIPTS = re.compile(r"[a-zA-Z.,>-]*")
+#: a string param written as a literal: one word (a mode: 'reduced', 'L', 'ortho'), nothing
+#: that could close the quotes or hold an escape, and only for the params that are words
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
+_WORD_PARAMS = frozenset({"mode", "UPLO", "norm", "rtol"})
 _INDEX_WORDS = frozenset(["array", "newaxis", "..."])
 # the bits of float('nan') and float('-nan'): the only NaNs a literal can spell
 _NAN_TEXT = {
@@ -100,8 +104,8 @@ class _Params:
         return ValueError(
             f"codegen: cannot write param {key}={reprlib.repr(value)} of node {self.name!r} "
             f"({self.node.prim.name}) as a literal: {why}. Params written into generated code "
-            "must be ints, floats, bools, None, tuples of them, dtypes, einsum subscripts or "
-            "index structures"
+            "must be ints, floats, bools, None, tuples of them, dtypes, einsum subscripts, index "
+            "structures, or one word for the params named mode, UPLO, norm and rtol"
         )
 
     def check(self, key: str, value):
@@ -126,6 +130,8 @@ class _Params:
             return value if np.isfinite(value) else _ComplexParam(value)
         if t is tuple:
             return tuple(self.plain(key, v) for v in value)
+        if t is str and key in _WORD_PARAMS and _WORD.fullmatch(value):
+            return value
         if isinstance(value, np.bool_):
             return bool(value)
         if isinstance(value, np.integer):

@@ -110,8 +110,14 @@ PARAM_TYPES = {
         "False or a tuple of tuples of ints (a contraction path)",
         lambda v: v is False or (type(v) is tuple and all(_ints(p, max_len=None) for p in v)),
     ),
-    # correlate's mode by NumPy's code (0 valid, 1 same, 2 full)
-    "mode": ("0, 1 or 2 (valid, same, full)", lambda v: type(v) is int and 0 <= v <= 2),
+    # correlate's mode by NumPy's code (0 valid, 1 same, 2 full), or qr's mode by name
+    "mode": (
+        "0, 1 or 2 (correlate's valid, same, full) or 'reduced', 'complete', 'r', 'raw' (qr's)",
+        lambda v: (
+            (type(v) is int and 0 <= v <= 2)
+            or (type(v) is str and v in ("reduced", "complete", "r", "raw"))
+        ),
+    ),
 }
 
 # control flow (tracegrad.primitives.control): sub-graphs, operand counts, a scan's length and
@@ -143,3 +149,33 @@ PARAM_TYPES["allow_singular"] = _FLAG
 # checkpointing (tracegrad.primitives.custom): how many of a checkpoint body's outputs are the
 # residuals its policy saves
 PARAM_TYPES["n_saved"] = _COUNT
+
+# linear algebra (tracegrad.primitives.linalg): NumPy's arguments of the same names
+_OPTIONAL_FLOAT = ("None or a float", lambda v: v is None or type(v) is float)
+PARAM_TYPES.update(
+    {
+        "UPLO": ("'L' or 'U'", lambda v: type(v) is str and v in ("L", "U")),
+        "upper": _FLAG,
+        "full_matrices": _FLAG,
+        "compute_uv": _FLAG,
+        "hermitian": _FLAG,
+        "rcond": _OPTIONAL_FLOAT,
+        "rtol": (
+            "None, a float or 'unset'",
+            lambda v: v is None or type(v) is float or v == "unset",
+        ),
+    }
+)
+
+# the Fourier transforms (tracegrad.primitives.fft): the length per transformed axis, NumPy's
+# norm, and fft's direction
+PARAM_TYPES.update(
+    {
+        "s": _PER_AXIS,
+        "norm": (
+            '"backward", "ortho" or "forward"',
+            lambda v: type(v) is str and v in ("backward", "ortho", "forward"),
+        ),
+        "inverse": _FLAG,
+    }
+)

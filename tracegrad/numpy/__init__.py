@@ -15,9 +15,9 @@ from tracegrad.numpy import (
     _editing,
     _elementwise,
     _indexing,
-    _linalg,
     _logic,
     _nanfunctions,
+    _products,
     _quantiles,
     _reductions,
     _shape,
@@ -33,9 +33,9 @@ from tracegrad.numpy._dtypes import *
 from tracegrad.numpy._editing import *
 from tracegrad.numpy._elementwise import *
 from tracegrad.numpy._indexing import *
-from tracegrad.numpy._linalg import *
 from tracegrad.numpy._logic import *
 from tracegrad.numpy._nanfunctions import *
+from tracegrad.numpy._products import *
 from tracegrad.numpy._quantiles import *
 from tracegrad.numpy._reductions import *
 from tracegrad.numpy._shape import *
@@ -48,7 +48,7 @@ __all__ = (
     + _reductions.__all__
     + _shape.__all__
     + _indexing.__all__
-    + _linalg.__all__
+    + _products.__all__
     + _creation.__all__
     + _dtypes.__all__
     + _editing.__all__
@@ -62,3 +62,6 @@ __all__ = (
     + _unique.__all__
     + _at.__all__
 )
+
+# the submodules, as `np.linalg` and `np.fft` (after the rest: they build on it)
+from tracegrad.numpy import fft, linalg  # noqa: E402

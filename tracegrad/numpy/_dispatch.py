@@ -28,6 +28,13 @@ for _name in namespace.__all__:
     elif _theirs is not None and callable(_theirs):
         FUNCTIONS[_theirs] = _ours
 
+# np.linalg.* and np.fft.*: NumPy's functions of the submodules, by the same names
+for _sub in ("linalg", "fft"):
+    for _name in getattr(namespace, _sub).__all__:
+        _theirs = getattr(getattr(np, _sub), _name, None)
+        if callable(_theirs) and not isinstance(_theirs, type):
+            FUNCTIONS[_theirs] = getattr(getattr(namespace, _sub), _name)
+
 # ufunc methods that are reductions under another name
 _REDUCE = {
     np.add: "sum",

@@ -17,7 +17,7 @@ from tracegrad.core import Boxed, bind
 from tracegrad.ir.types import dtype_of
 from tracegrad.numpy._common import as_array, cast, known_value, ndim_of, shape_of
 from tracegrad.numpy._indexing import diagonal
-from tracegrad.numpy._linalg import dot
+from tracegrad.numpy._products import dot
 from tracegrad.numpy._reductions import average
 from tracegrad.numpy._reductions import sum as sum_
 from tracegrad.numpy._shape import concatenate, reshape, squeeze, transpose

@@ -2,8 +2,8 @@
 
 The families import each other in one direction (views -> broadcasting -> slicing,
 batching -> elementwise -> reduction, shape, indexing -> products -> einsum, masked; indexing ->
-sorting, scatter; products, sorting -> calculus), so every rule can be written with the
-operations of the families below its own.
+sorting, scatter; products, sorting -> calculus; products, einsum, shape -> linalg, fft), so
+every rule can be written with the operations of the families below its own.
 """
 
 import importlib.util
@@ -16,7 +16,9 @@ from tracegrad.primitives import (
     custom,
     einsum,
     elementwise,
+    fft,
     indexing,
+    linalg,
     masked,
     products,
     reduction,
@@ -44,6 +46,8 @@ ALL = (
     + complex_parts.PRIMITIVES
     + control.PRIMITIVES
     + custom.PRIMITIVES
+    + linalg.PRIMITIVES
+    + fft.PRIMITIVES
 )
 
 

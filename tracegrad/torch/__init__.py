@@ -40,3 +40,9 @@ from tracegrad.torch import utils  # noqa: E402
 from tracegrad.torch.generator import Generator, default_generator  # noqa: E402
 
 __all__ += ["Generator", "default_generator", "utils"]
+
+# torch.linalg and torch.fft (issue 15), and the top-level torch.det and torch.inverse
+from tracegrad.torch import fft, linalg  # noqa: E402
+from tracegrad.torch.linalg import det, inverse  # noqa: E402
+
+__all__ += ["det", "fft", "inverse", "linalg"]

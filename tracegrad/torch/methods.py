@@ -13,6 +13,7 @@ import numpy as np
 
 from tracegrad.torch.creation_from_data import _check_device, tensor
 from tracegrad.torch.engine import backward as _backward
+from tracegrad.torch.linalg import det, inverse
 from tracegrad.torch.ops.arithmetic import (
     abs,
     acos,
@@ -194,6 +195,8 @@ _METHODS = {
     "mv": mv,
     "dot": dot,
     "outer": outer,
+    "det": det,
+    "inverse": inverse,
     "neg": neg,
     "negative": neg,
     "exp": exp,

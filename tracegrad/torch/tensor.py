@@ -529,6 +529,7 @@ class Tensor(Boxed):
     angle, sgn = _implemented("angle", "sgn")
     # products
     matmul, mm, bmm, mv, dot, outer = _implemented("matmul", "mm", "bmm", "mv", "dot", "outer")
+    det, inverse = _implemented("det", "inverse")
     # comparisons
     eq, ne, lt, le, gt, ge, isnan = _implemented("eq", "ne", "lt", "le", "gt", "ge", "isnan")
     isfinite, isinf, logical_not = _implemented("isfinite", "isinf", "logical_not")

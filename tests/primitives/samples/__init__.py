@@ -9,7 +9,9 @@ import importlib.util
 from tests.primitives.samples.calculus import SAMPLES as _CALCULUS
 from tests.primitives.samples.complex_parts import SAMPLES as _COMPLEX_PARTS
 from tests.primitives.samples.control import SAMPLES as _CONTROL
+from tests.primitives.samples.decompositions import SAMPLES as _DECOMPOSITIONS
 from tests.primitives.samples.elementwise import SAMPLES as _ELEMENTWISE
+from tests.primitives.samples.fft import SAMPLES as _FFT
 from tests.primitives.samples.indexing import SAMPLES as _INDEXING
 from tests.primitives.samples.linalg import SAMPLES as _LINALG
 from tests.primitives.samples.masked import SAMPLES as _MASKED
@@ -21,7 +23,9 @@ SAMPLES = {
     **_CALCULUS,
     **_COMPLEX_PARTS,
     **_CONTROL,
+    **_DECOMPOSITIONS,
     **_ELEMENTWISE,
+    **_FFT,
     **_INDEXING,
     **_LINALG,
     **_MASKED,

@@ -43,6 +43,13 @@ class Sample:
     those operands real (the promotion boundary, where a real operand takes the real part of
     its cotangent). An empty `complex`: NumPy refuses complex here, or
     the operation has no complex meaning (an index array).
+
+    `hermitian`: the operands (stacks of square matrices) of which the primitive reads one
+    triangle and differentiates the Hermitian part (cholesky, eigh): derivative checks move
+    them only in Hermitian directions. `fd_outputs`: the outputs finite differences check
+    (None: all); the others are defined up to a gauge LAPACK picks (the sign of `eig`'s
+    eigenvectors, which can jump between nearby inputs) and are checked by the adjoint
+    identity here and on invariant quantities in their own tests.
     """
 
     draw: Callable
@@ -52,6 +59,8 @@ class Sample:
     complex: tuple | str | Callable = ()
     mixed: bool = False
     imag: float = 0.5
+    hermitian: tuple = ()
+    fd_outputs: tuple | None = None
 
     @property
     def takes_complex(self) -> bool:
