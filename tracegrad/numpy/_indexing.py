@@ -319,7 +319,17 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     size = max(0, min(d1 - r0, d2 - c0))
     rows = np.arange(size) + r0
     cols = np.arange(size) + c0
-    return ix.gather(a, rows, cols, index=("...", "array", "array"))
+    d = ix.gather(a, rows, cols, index=("...", "array", "array"))
+    # NumPy's diagonal is a view: in memory its axis sits where the first of the two axes was
+    # (before the axes that followed it), and a reduction over it (np.trace) sums in memory
+    # order. The gather puts the diagonal outermost in memory; when an axis precedes the pair
+    # the orders differ, so copy the values into the view's order (same values, NumPy's sums).
+    before, k = len([i for i in rest if i < min(axis1, axis2)]), len(rest)
+    if before:
+        order = tuple(range(before)) + (k,) + tuple(range(before, k))
+        back = tuple(range(before)) + tuple(range(before + 1, k + 1)) + (before,)
+        d = views.transpose(sp.ascontiguousarray(views.transpose(d, order)), back)
+    return d
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):

@@ -218,10 +218,9 @@ def cross(x1, x2, /, *, axis=-1):
 
 
 def diagonal(x, /, *, offset=0):
-    """`np.linalg.diagonal`: the diagonals of the last two axes, C-ordered. (NumPy returns a
-    view whose strides are in C order; the gather that `tnp.diagonal` is returns a transposed
-    layout, over which NumPy's reductions add in another order, so other bits.)"""
-    return _shape.ascontiguousarray(_indexing.diagonal(as_array(x), offset, -2, -1))
+    """`np.linalg.diagonal`: the diagonals of the last two axes (in the memory order of NumPy's
+    view, which `tnp.diagonal` keeps, so a reduction over them adds as NumPy's does)."""
+    return _indexing.diagonal(as_array(x), offset, -2, -1)
 
 
 def trace(x, /, *, offset=0, dtype=None):
