@@ -33,7 +33,6 @@ from tracegrad.primitives.linalg._common import (
     real_part,
     result_dtype,
     stacked_batch,
-    sym,
     transposed,
 )
 from tracegrad.primitives.linalg.spectral import svd
@@ -84,10 +83,9 @@ def _pinv_tangent(a, a_dot, p):
 
 def _pinv_jvp(primals, tangents, *, out, rcond, hermitian, rtol):
     (a,), (a_dot,) = primals, tangents
-    if a_dot is None:
-        return None
-    # hermitian: NumPy's eigh reads one triangle, so the Hermitian part's derivative (as eigh)
-    return _pinv_tangent(a, sym(a_dot) if hermitian else a_dot, out)
+    # hermitian=True too: the general formula, as PyTorch's (whose pinv(hermitian=True) is
+    # differentiated so); JAX's matches no formula off the Hermitian directions
+    return None if a_dot is None else _pinv_tangent(a, a_dot, out)
 
 
 pinv_p = Primitive(
