@@ -1044,7 +1044,23 @@ def _scipy_coverage():
         cov = np.eye(2) + x[:2, :2] @ x[:2, :2].T
         return np.sum(tsp.stats.multivariate_normal.logpdf(x[:, :2], x[0, :2], cov))
 
-    return [(lse, (_X,)), (mvn, (_X,)), (tg.grad(mvn), (_X,))]
+    def scipy_linalg(x):
+        lin = tsp.linalg
+        a = x[:2, :2] @ x[:2, :2].T + np.eye(2)
+        c = lin.cho_factor(a, lower=True)
+        return (
+            np.sum(lin.cho_solve(c, x[0, :2])) + np.sum(lin.cholesky(a))
+            + np.sum(lin.solve_triangular(a, x[:2, :2], trans=1, unit_diagonal=True))
+            + np.sum(lin.lu_solve(lin.lu_factor(a), x[1, :2], trans=2))
+        )  # fmt: skip
+
+    return [
+        (lse, (_X,)),
+        (mvn, (_X,)),
+        (tg.grad(mvn), (_X,)),
+        (scipy_linalg, (_X,)),
+        (tg.grad(scipy_linalg), (_X,)),
+    ]
 
 
 COVERAGE = [
@@ -1218,6 +1234,11 @@ BAD_PARAMS.update(
         "s": {"tuple": [{"float": 1.0}]},
         "norm": {"str": "os.system"},
         "inverse": {"int": 1},
+        # tracegrad.scipy.linalg's
+        "lower": {"int": 1},
+        "unit_diagonal": {"int": 0},
+        "check_finite": {"str": "True"},
+        "trans": {"int": 3},
     }
 )
 

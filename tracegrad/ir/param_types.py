@@ -179,3 +179,14 @@ PARAM_TYPES.update(
         "inverse": _FLAG,
     }
 )
+
+# SciPy's linear algebra (tracegrad.primitives.scipy_linalg, present with SciPy): SciPy's
+# arguments of the same names (trmm, the rules' triangular product, takes lower and trans too)
+PARAM_TYPES.update(
+    {
+        "lower": _FLAG,
+        "unit_diagonal": _FLAG,
+        "check_finite": _FLAG,
+        "trans": ("0, 1 or 2 (SciPy's 'N', 'T', 'C')", lambda v: type(v) is int and 0 <= v <= 2),
+    }
+)

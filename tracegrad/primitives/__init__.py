@@ -64,6 +64,6 @@ def _scipy_installed() -> bool:
 # imports nothing from SciPy (it resolves SciPy's functions on first use), so `import tracegrad`
 # stays as fast with SciPy as without; without SciPy the module is never imported.
 if _scipy_installed():
-    from tracegrad.primitives import special
+    from tracegrad.primitives import scipy_linalg, special
 
-    ALL = ALL + special.PRIMITIVES
+    ALL = ALL + special.PRIMITIVES + scipy_linalg.PRIMITIVES

@@ -1,8 +1,9 @@
 """`tracegrad.scipy` (`tsp`): SciPy's functions, traceable and differentiable, as `jax.scipy`.
 
 `special` (SciPy's special functions, computed by SciPy itself), `stats` (distributions with
-SciPy's signatures, differentiable in the data and their continuous parameters) and
-`optimize.minimize` (SciPy's, with tracegrad's gradients). SciPy is an optional extra:
+SciPy's signatures, differentiable in the data and their continuous parameters),
+`optimize.minimize` (SciPy's, with tracegrad's gradients) and `linalg` (triangular solves and
+Cholesky and LU factorisations whose backward passes reuse the factor). SciPy is an optional extra:
 `pip install 'tracegrad[scipy]'`.
 """
 
@@ -14,6 +15,6 @@ except ImportError as err:  # pragma: no cover - exercised in a subprocess by th
         "pip install 'tracegrad[scipy]' (or pip install scipy)"
     ) from err
 
-from tracegrad.scipy import optimize, special, stats
+from tracegrad.scipy import linalg, optimize, special, stats
 
-__all__ = ["optimize", "special", "stats"]
+__all__ = ["linalg", "optimize", "special", "stats"]

@@ -39,6 +39,9 @@ if importlib.util.find_spec("scipy") is not None:
     from tests.primitives.samples.special import SAMPLES as _SPECIAL
 
     SAMPLES.update(_SPECIAL)
+    from tests.primitives.samples.scipy_linalg import SAMPLES as _SCIPY_LINALG
+
+    SAMPLES.update(_SCIPY_LINALG)
 
 # checkpointing (issue 19): checkpoint and checkpoint_name
 from tests.primitives.samples.custom import SAMPLES as _CUSTOM  # noqa: E402
