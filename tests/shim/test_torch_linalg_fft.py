@@ -329,11 +329,6 @@ def test_inverse_is_inv(torch):
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10)
 
 
-@pytest.mark.skipif(
-    not hasattr(tracegrad.torch, "det") or not hasattr(tracegrad.torch, "linalg"),
-    reason="torch.det, torch.inverse, Tensor.det/inverse and the torch.linalg attribute are "
-    "wired in tracegrad/torch/__init__.py, tensor.py and methods.py (issue 15's report)",
-)
 def test_top_level_names_and_methods():
     def scenario(lib):
         x = lib.tensor(A3, requires_grad=True)
