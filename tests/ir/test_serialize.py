@@ -1237,6 +1237,7 @@ BAD_PARAMS.update(
         # tracegrad.scipy.linalg's
         "lower": {"int": 1},
         "unit_diagonal": {"int": 0},
+        "other_triangle": {"float": 1.0},
         "check_finite": {"str": "True"},
         "trans": {"int": 3},
     }

@@ -186,6 +186,7 @@ PARAM_TYPES.update(
     {
         "lower": _FLAG,
         "unit_diagonal": _FLAG,
+        "other_triangle": _FLAG,  # cholesky_vjp: cho_factor's c, whose other triangle is a's
         "check_finite": _FLAG,
         "trans": ("0, 1 or 2 (SciPy's 'N', 'T', 'C')", lambda v: type(v) is int and 0 <= v <= 2),
     }

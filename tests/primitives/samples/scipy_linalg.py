@@ -61,6 +61,16 @@ def _cho_solve(data, dtype):
     return (c, _rhs(data, stack, n, dtype)), {"lower": lower, "check_finite": True}
 
 
+def _cholesky_vjp(data, dtype):
+    """A factor (SciPy's, of either triangle) and a full cotangent: Murray's rule reads only the
+    factor triangle of `c`, and `bar`'s other triangle only with `other_triangle`."""
+    stack, n = _stack(data), _n(data)
+    lower = data.draw(st.booleans(), label="lower")
+    c = sl.cho_factor(_spd(data, stack, n, dtype), lower=lower)[0]
+    params = {"lower": lower, "other_triangle": data.draw(st.booleans(), label="other")}
+    return (c, S.array(data, stack + (n, n), dtype)), params
+
+
 def _pivoted(data, stack, n, dtype):
     perm = data.draw(st.permutations(range(n)), label="row order")
     return _near_identity(data, stack, n, dtype)[..., perm, :]
@@ -83,6 +93,7 @@ SAMPLES = {
     sp.cholesky_p: Sample(_factor, hermitian=(0,)),
     sp.cho_factor_p: Sample(_factor, hermitian=(0,)),
     sp.cho_solve_p: Sample(_cho_solve),
+    sp.cholesky_vjp_p: Sample(_cholesky_vjp),
     sp.lu_factor_p: Sample(_lu_factor, fd_outputs=(0,)),
     sp.lu_solve_p: Sample(_lu_solve),
 }
