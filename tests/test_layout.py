@@ -131,6 +131,7 @@ UPWARD = {
     # the rules of the control-flow primitives run transforms on their sub-graphs (§7)
     ("tracegrad.primitives.control", "_rules"): "tracegrad.transforms.control",
     ("tracegrad.primitives.custom", "_rules"): "tracegrad.transforms.custom",
+    ("tracegrad.primitives.ode", "_rules"): "tracegrad.transforms.ode",
     # linear algebra's reverse mode for factorisations is its forward mode transposed
     ("tracegrad.primitives.linalg._common", "_transposition"): "tracegrad.transforms.custom",
     ("tracegrad.torch.tensor", "_implementation"): "tracegrad.torch.methods",

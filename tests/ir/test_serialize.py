@@ -1054,12 +1054,37 @@ def _scipy_coverage():
             + np.sum(lin.lu_solve(lin.lu_factor(a), x[1, :2], trans=2))
         )  # fmt: skip
 
+    def scipy_matrix_functions(x):
+        lin = tsp.linalg
+        a = x[:, :2] * 0.1 + 2 * np.eye(2)
+        x_a, l_a = lin.expm_frechet(a, x[:, 1:])
+        band = np.stack([x[0], x[1] + 4])  # (l, u) = (0, 1): ab[1] is the main diagonal
+        return (
+            np.sum(lin.expm(a)) + np.sum(x_a + l_a) + np.sum(lin.sqrtm(a)) + np.sum(lin.logm(a))
+            + np.sum(lin.solve_sylvester(a, a.T, x[:, :2]))
+            + np.sum(lin.solve_continuous_lyapunov(a, x[:, 1:]))
+            + np.sum(lin.solve_banded((0, 1), band, x[0]))
+        )  # fmt: skip
+
+    def odes(x):
+        integrate, y0, k = tsp.integrate, x[0, :2], x[1, :2]
+        ys = integrate.odeint(lambda y, t: -k * y, y0, [0.0, 0.5, 1.0], tcrit=[0.75], atol=1e-9)
+        sol = integrate.solve_ivp(
+            lambda t, y: -k * y, (0.0, 1.0), y0, method="DOP853", t_eval=[0.5, 1.0],
+            first_step=0.1, max_step=0.5,
+        )  # fmt: skip
+        return np.sum(ys) + np.sum(sol.y)
+
     return [
         (lse, (_X,)),
         (mvn, (_X,)),
         (tg.grad(mvn), (_X,)),
         (scipy_linalg, (_X,)),
         (tg.grad(scipy_linalg), (_X,)),
+        (scipy_matrix_functions, (_X,)),
+        (tg.grad(scipy_matrix_functions), (_X,)),
+        (odes, (_X,)),
+        (tg.grad(odes), (_X,)),
     ]
 
 
@@ -1240,6 +1265,27 @@ BAD_PARAMS.update(
         "other_triangle": {"float": 1.0},
         "check_finite": {"str": "True"},
         "trans": {"int": 3},
+        "nlower": {"int": -1},
+        "nupper": {"float": 1.0},
+    }
+)
+# SciPy's ODE solvers (issue 17)
+BAD_PARAMS.update(
+    {
+        "func": {"int": 1},
+        "atol": {"str": "1e-6"},
+        "tcrit": {"float": 1.0},
+        "h0": {"none": None},
+        "hmax": {"int": 0},
+        "hmin": {"str": "0"},
+        "mxstep": {"int": -1},
+        "mxhnil": {"float": 0.0},
+        "mxordn": {"bool": True},
+        "mxords": {"int": -5},
+        "method": {"int": 3},
+        "t_end": {"str": "1.0"},
+        "first_step": {"int": 1},
+        "max_step": {"bool": False},
     }
 )
 

@@ -189,5 +189,34 @@ PARAM_TYPES.update(
         "other_triangle": _FLAG,  # cholesky_vjp: cho_factor's c, whose other triangle is a's
         "check_finite": _FLAG,
         "trans": ("0, 1 or 2 (SciPy's 'N', 'T', 'C')", lambda v: type(v) is int and 0 <= v <= 2),
+        # solve_banded's (l, u): the numbers of lower and upper diagonals
+        "nlower": ("a non-negative int", lambda v: _int(v) and v >= 0),
+        "nupper": ("a non-negative int", lambda v: _int(v) and v >= 0),
+    }
+)
+
+# SciPy's ODE solvers (tracegrad.primitives.ode, present with SciPy): the right-hand side's
+# graph and odeint's / solve_ivp's options of the same names (rtol is linear algebra's entry);
+# solve_ivp's method is an index into tracegrad.primitives.ode.METHODS
+_FLOAT = ("a float", lambda v: type(v) is float)
+PARAM_TYPES.update(
+    {
+        "func": ("a graph", lambda v: isinstance(v, _Graph)),
+        "atol": _OPTIONAL_FLOAT,
+        "tcrit": (
+            "None or a tuple of floats",
+            lambda v: v is None or (type(v) is tuple and all(type(x) is float for x in v)),
+        ),
+        "h0": _FLOAT,
+        "hmax": _FLOAT,
+        "hmin": _FLOAT,
+        "mxstep": _COUNT,
+        "mxhnil": _COUNT,
+        "mxordn": _COUNT,
+        "mxords": _COUNT,
+        "method": ("0, 1 or 2 (RK23, RK45, DOP853)", lambda v: type(v) is int and 0 <= v <= 2),
+        "t_end": _OPTIONAL_FLOAT,
+        "first_step": _OPTIONAL_FLOAT,
+        "max_step": _OPTIONAL_FLOAT,
     }
 )

@@ -64,6 +64,10 @@ def _scipy_installed() -> bool:
 # imports nothing from SciPy (it resolves SciPy's functions on first use), so `import tracegrad`
 # stays as fast with SciPy as without; without SciPy the module is never imported.
 if _scipy_installed():
-    from tracegrad.primitives import scipy_linalg, special
+    from tracegrad.primitives import scipy_linalg, scipy_matrix_functions, special
 
-    ALL = ALL + special.PRIMITIVES + scipy_linalg.PRIMITIVES
+    ALL = ALL + special.PRIMITIVES + scipy_linalg.PRIMITIVES + scipy_matrix_functions.PRIMITIVES
+    # SciPy's ODE solvers (issue 17): their rules import SciPy on first use too
+    from tracegrad.primitives import ode
+
+    ALL = ALL + ode.PRIMITIVES

@@ -15,6 +15,6 @@ except ImportError as err:  # pragma: no cover - exercised in a subprocess by th
         "pip install 'tracegrad[scipy]' (or pip install scipy)"
     ) from err
 
-from tracegrad.scipy import linalg, optimize, special, stats
+from tracegrad.scipy import integrate, linalg, optimize, special, stats
 
-__all__ = ["linalg", "optimize", "special", "stats"]
+__all__ = ["integrate", "linalg", "optimize", "special", "stats"]

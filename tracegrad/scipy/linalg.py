@@ -7,15 +7,26 @@ from `cho_factor` or `lu_factor` is reused by the derivatives, never recomputed.
 `eigh` and `svd` share NumPy's linalg primitives (values NumPy's LAPACK calls, which may differ
 from SciPy's in the last bits); `block_diag` is written with tracegrad's array operations.
 `overwrite_a` / `overwrite_b` are accepted and ignored: an input is never overwritten.
+The matrix functions `expm`, `expm_frechet`, `sqrtm`, `logm` and the solvers
+`solve_sylvester`, `solve_continuous_lyapunov`, `solve_banded` are primitives too
+(tracegrad.primitives.scipy_matrix_functions), differentiated by their Fréchet derivatives.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import tracegrad.numpy as tnp
+from tracegrad.core import Boxed
+from tracegrad.ir.types import Aval, dtype_of
 from tracegrad.numpy._common import asarray_or_tracer, known_value, shape_of
 from tracegrad.primitives import scipy_linalg as sl
+from tracegrad.primitives import scipy_matrix_functions as mf
+
+#: SciPy's "argument not given" for its deprecated `disp` and `blocksize`
+_NOT_GIVEN = object()
 
 _TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
 
@@ -198,6 +209,122 @@ def svd(
     return tuple(out) if compute_uv else out
 
 
+# -- matrix functions and Sylvester-type solvers -------------------------------------------------
+
+
+def _stacks(*xs):
+    """The inputs with their stack axes (all but the last two) broadcast to one shape, as
+    SciPy's batched functions broadcast them (the primitives take equal stacks)."""
+    xs = [asarray_or_tracer(x) for x in xs]
+    shapes = [shape_of(x) for x in xs]
+    if any(len(s) < 2 for s in shapes):
+        raise ValueError(f"expected matrices (or stacks of them), got shapes {shapes}")
+    stack = np.broadcast_shapes(*(s[:-2] for s in shapes))
+    return [
+        x if s[:-2] == stack else tnp.broadcast_to(x, stack + s[-2:]) for x, s in zip(xs, shapes)
+    ]
+
+
+def _checked(prim, *args, **params):
+    """`args`, after `prim`'s shape rule (a trace runs it anyway; a plain call would otherwise
+    meet SciPy's own message, which does not name the shapes)."""
+    prim.shape(*(Aval(shape_of(x), dtype_of(x)) for x in args), **params)
+    return args
+
+
+def expm(A):
+    """`scipy.linalg.expm`: the matrix exponential (of each matrix of a stack), SciPy's bits.
+    Its derivative is the Fréchet derivative `L(A, E)`, computed by SciPy's `expm_frechet`
+    (reverse mode: `L(A^T, G)`)."""
+    return mf.expm(*_checked(mf.expm_p, asarray_or_tracer(A)))
+
+
+def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
+    """`scipy.linalg.expm_frechet`: `(expm(A), L(A, E))`, or `L(A, E)` without
+    `compute_expm`; SciPy's values (method 'SPS', its default). Differentiable in `A` and `E`
+    (through the Fréchet derivative of the block matrix `[[A, E], [0, A]]`); `method=
+    'blockEnlarge'` is refused."""
+    if method not in (None, "SPS"):
+        raise NotImplementedError(
+            f"tracegrad.scipy.linalg.expm_frechet: method={method!r} is not supported; use "
+            "method=None (SciPy's default, 'SPS')"
+        )
+    a, e = _checked(mf.expm_frechet_p, *_stacks(A, E), check_finite=bool(check_finite))
+    out = mf.expm_frechet(a, e, check_finite)
+    return out if compute_expm else out[1]
+
+
+def _deprecated(name: str, given: bool) -> None:
+    if given:  # as SciPy 1.16+ warns
+        warnings.warn(
+            f"The `{name}` argument is deprecated and will be removed in SciPy 1.18.0.",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+
+def _real_or_scipy(prim, scipy_name: str, A):
+    """A plain array goes to SciPy as it is (a real matrix may get a complex result there);
+    a traced one gets a result of its own kind, or the primitive's clear refusal."""
+    (a,) = _checked(prim, asarray_or_tracer(A))
+    if isinstance(a, Boxed):
+        return prim.bind(a)
+    return getattr(mf._sl(), scipy_name)(a)
+
+
+def sqrtm(A, disp=_NOT_GIVEN, blocksize=_NOT_GIVEN):
+    """`scipy.linalg.sqrtm`: the principal square root, SciPy's bits. Its derivative solves
+    the Sylvester equation `X dX + dX X = dA`. A real matrix with no real square root: SciPy's
+    complex result for a plain array; traced (grad, jit, vmap), a ValueError that says to pass
+    a complex matrix (whose values work; complex derivatives are refused). `disp` and
+    `blocksize` are deprecated in SciPy 1.16 and warn as there; `disp=False` also returns
+    SciPy's error estimate `||X X - A||_F^2 / ||A||_F`."""
+    _deprecated("disp", disp is not _NOT_GIVEN)
+    _deprecated("blocksize", blocksize is not _NOT_GIVEN)
+    x = _real_or_scipy(mf.sqrtm_p, "sqrtm", A)
+    if disp is False:
+        a = asarray_or_tracer(A)
+        return x, tnp.linalg.norm(x @ x - a, "fro") ** 2 / tnp.linalg.norm(a, "fro")
+    return x
+
+
+def logm(A, disp=_NOT_GIVEN):
+    """`scipy.linalg.logm`: the principal logarithm, SciPy's bits. Its derivative is the
+    Fréchet derivative, the top-right block of `logm([[A, E], [0, A]])`. A real matrix with no
+    real logarithm behaves as in `sqrtm`. `disp` is deprecated in SciPy 1.16 and warns as
+    there; `disp=False` also returns SciPy's estimate `||expm(F) - A||_1 / ||A||_1`."""
+    _deprecated("disp", disp is not _NOT_GIVEN)
+    f = _real_or_scipy(mf.logm_p, "logm", A)
+    if disp is False:
+        a = asarray_or_tracer(A)
+        return f, tnp.linalg.norm(expm(f) - a, 1) / tnp.linalg.norm(a, 1)
+    return f
+
+
+def solve_sylvester(a, b, q):
+    """`scipy.linalg.solve_sylvester`: `X` with `a X + X b = q`. Derivatives are two more
+    Sylvester solves with the same `a`, `b` (forward) or their transposes (reverse)."""
+    return mf.solve_sylvester(*_checked(mf.solve_sylvester_p, *_stacks(a, b, q)))
+
+
+def solve_continuous_lyapunov(a, q):
+    """`scipy.linalg.solve_continuous_lyapunov`: `X` with `a X + X a^H = q`, SciPy's own call;
+    derivatives are Lyapunov solves with `a` (forward) and `a^T` (reverse)."""
+    return mf.solve_continuous_lyapunov(*_checked(mf.lyapunov_p, *_stacks(a, q)))
+
+
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """`scipy.linalg.solve_banded`: `x` with `A x = b`, `A` given by its diagonals
+    (`ab[u + i - j, j] = A[i, j]`, `l` below and `u` above the main one, static ints).
+    Differentiable in `b` (a banded solve with A^T's band storage, built from `ab`) and in the
+    entries of `ab` that hold A (`-g x^T` on the band; the unused corners get zero)."""
+    nlower, nupper = (int(v) for v in l_and_u)
+    ab, b = asarray_or_tracer(ab), asarray_or_tracer(b)
+    params = dict(nlower=nlower, nupper=nupper, check_finite=bool(check_finite))
+    _checked(mf.solve_banded_p, ab, b, **params)
+    return mf.solve_banded(ab, b, **params)
+
+
 __all__ = [
     "block_diag",
     "cho_factor",
@@ -205,9 +332,16 @@ __all__ = [
     "cholesky",
     "det",
     "eigh",
+    "expm",
+    "expm_frechet",
     "inv",
+    "logm",
     "lu_factor",
     "lu_solve",
+    "solve_banded",
+    "solve_continuous_lyapunov",
+    "solve_sylvester",
     "solve_triangular",
+    "sqrtm",
     "svd",
 ]

@@ -42,6 +42,12 @@ if importlib.util.find_spec("scipy") is not None:
     from tests.primitives.samples.scipy_linalg import SAMPLES as _SCIPY_LINALG
 
     SAMPLES.update(_SCIPY_LINALG)
+    from tests.primitives.samples.scipy_matrix_functions import SAMPLES as _SCIPY_MATFUN
+
+    SAMPLES.update(_SCIPY_MATFUN)
+    from tests.primitives.samples.ode import SAMPLES as _ODE
+
+    SAMPLES.update(_ODE)
 
 # checkpointing (issue 19): checkpoint and checkpoint_name
 from tests.primitives.samples.custom import SAMPLES as _CUSTOM  # noqa: E402
