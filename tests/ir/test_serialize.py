@@ -1075,6 +1075,15 @@ def _scipy_coverage():
         )  # fmt: skip
         return np.sum(ys) + np.sum(sol.y)
 
+    def signals(x, boundary="fill"):
+        signal, k = tsp.signal, x[:, :2]
+        return (
+            np.sum(signal.convolve(x, k, "same")) + np.sum(signal.fftconvolve(x, k[:1], axes=[1]))
+            + np.sum(signal.correlate(x[0], k[1], "valid", "fft"))
+            + np.sum(signal.convolve2d(x, k, boundary=boundary))
+            + np.sum(signal.correlate2d(x, k, "valid", fillvalue=0.0))
+        )  # fmt: skip
+
     return [
         (lse, (_X,)),
         (mvn, (_X,)),
@@ -1085,6 +1094,9 @@ def _scipy_coverage():
         (tg.grad(scipy_matrix_functions), (_X,)),
         (odes, (_X,)),
         (tg.grad(odes), (_X,)),
+        (lambda x: signals(x, "symm"), (_X,)),
+        (tg.grad(signals), (_X,)),
+        (tg.vmap(signals), (np.stack([_X, _X + 1]),)),
     ]
 
 
@@ -1283,6 +1295,9 @@ BAD_PARAMS.update(
         "mxordn": {"bool": True},
         "mxords": {"int": -5},
         "method": {"int": 3},
+        # scipy.signal's
+        "boundary": {"int": 3},
+        "fillvalue": {"str": "0"},
         "t_end": {"str": "1.0"},
         "first_step": {"int": 1},
         "max_step": {"bool": False},

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.integrate as si
+import scipy.linalg as sl
+import scipy.signal as sg
 import scipy.special as sc
 import scipy.stats as st
 
@@ -132,6 +135,16 @@ def test_numpy_i0_names_the_tracegrad_scipy_replacement():
             lambda v: st.multivariate_normal(np.zeros(3)).logpdf(v),
             "tracegrad.scipy.stats.multivariate_normal.logpdf",
         ),
+        (lambda v: sg.convolve(v, v[:2]), "tracegrad.scipy.signal.convolve"),
+        (lambda v: sg.correlate(v, v[:2], "same"), "tracegrad.scipy.signal.correlate"),
+        (lambda v: sg.fftconvolve(v, v), "tracegrad.scipy.signal.fftconvolve"),
+        (lambda v: sl.expm(np.outer(v, v)), "tracegrad.scipy.linalg.expm"),
+        (
+            lambda v: sl.cho_factor(np.outer(v, v) + np.eye(3))[0],
+            "tracegrad.scipy.linalg.cho_factor",
+        ),
+        (lambda v: si.trapezoid(v), "tracegrad.scipy.integrate.trapezoid"),
+        (lambda v: si.odeint(lambda y, t: -y, v, [0.0, 1.0]), "tracegrad.scipy.integrate.odeint"),
     ],
 )
 def test_scipy_python_functions_name_their_tracegrad_scipy_replacement(call, replacement):

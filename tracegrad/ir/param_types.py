@@ -214,9 +214,26 @@ PARAM_TYPES.update(
         "mxhnil": _COUNT,
         "mxordn": _COUNT,
         "mxords": _COUNT,
-        "method": ("0, 1 or 2 (RK23, RK45, DOP853)", lambda v: type(v) is int and 0 <= v <= 2),
+        # solve_ivp's RK23, RK45, DOP853, or scipy.signal's convolve's 'auto', 'direct', 'fft'
+        "method": (
+            "0, 1 or 2 (an index into the methods)",
+            lambda v: type(v) is int and 0 <= v <= 2,
+        ),
         "t_end": _OPTIONAL_FLOAT,
         "first_step": _OPTIONAL_FLOAT,
         "max_step": _OPTIONAL_FLOAT,
+    }
+)
+
+# SciPy's convolutions (tracegrad.primitives.scipy_signal, present with SciPy): convolve2d's and
+# correlate2d's boundary (an index into 'fill', 'wrap', 'symm') and fill value; their `mode` is
+# NumPy's code and convolve's `method` an index, as above
+PARAM_TYPES.update(
+    {
+        "boundary": ("0, 1 or 2 (fill, wrap, symm)", lambda v: type(v) is int and 0 <= v <= 2),
+        "fillvalue": (
+            "a Python int, float, bool or complex",
+            lambda v: type(v) in (int, float, bool, complex),
+        ),
     }
 )

@@ -109,8 +109,15 @@ def scipy_replacement() -> str:
 
 def _replacement(module: str, frame) -> str:
     tsp, name = _tsp(), frame.f_code.co_name
+    if module == "scipy._lib._util" and name == "wrapper":  # SciPy's stacks-of-matrices decorator
+        wrapped = frame.f_locals.get("f")  # (a closure variable: the function it decorates)
+        module = getattr(wrapped, "__module__", None) or ""
+        name = getattr(wrapped, "__name__", "")
     if module.startswith("scipy.special") and hasattr(tsp.special, name):
         return f"tracegrad.scipy.special.{name}"
+    for sub in ("linalg", "signal", "integrate"):  # the functions of the same names
+        if module.startswith(f"scipy.{sub}") and name in getattr(tsp, sub).__all__:
+            return f"tracegrad.scipy.{sub}.{name}"
     if not module.startswith("scipy.stats"):
         return ""
     dist = frame.f_locals.get("self")

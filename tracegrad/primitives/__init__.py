@@ -71,3 +71,7 @@ if _scipy_installed():
     from tracegrad.primitives import ode
 
     ALL = ALL + ode.PRIMITIVES
+    # SciPy's convolutions (issue 17): scipy.signal is imported on first use too
+    from tracegrad.primitives import scipy_signal
+
+    ALL = ALL + scipy_signal.PRIMITIVES

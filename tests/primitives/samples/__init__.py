@@ -48,6 +48,9 @@ if importlib.util.find_spec("scipy") is not None:
     from tests.primitives.samples.ode import SAMPLES as _ODE
 
     SAMPLES.update(_ODE)
+    from tests.primitives.samples.scipy_signal import SAMPLES as _SCIPY_SIGNAL
+
+    SAMPLES.update(_SCIPY_SIGNAL)
 
 # checkpointing (issue 19): checkpoint and checkpoint_name
 from tests.primitives.samples.custom import SAMPLES as _CUSTOM  # noqa: E402
