@@ -13,7 +13,6 @@ storage, built with tracegrad's slices). Derivatives are for real dtypes; comple
 from __future__ import annotations
 
 import functools
-import importlib
 import weakref
 
 import numpy as np
@@ -25,45 +24,18 @@ from tracegrad.primitives.broadcasting import broadcast_to
 from tracegrad.primitives.einsum import einsum
 from tracegrad.primitives.linalg._common import fit, matmul, mT, mul
 from tracegrad.primitives.products import cast_like
+from tracegrad.primitives.scipy_linalg._common import (
+    _check_square,
+    _column,
+    _emit,
+    _neg,
+    _real_only,
+    _sl,
+    _uncolumn,
+)
 from tracegrad.primitives.shape import concatenate, pad
 from tracegrad.primitives.slicing import slice_static
 from tracegrad.primitives.views import expand_dims, move_to_front, squeeze
-
-
-@functools.cache
-def _sl():
-    """scipy.linalg, imported on first use (never by `import tracegrad`)."""
-    return importlib.import_module("scipy.linalg")
-
-
-def _emit(name: str, args) -> list[str]:
-    return ["import scipy.linalg as _scipy_linalg", f"_scipy_linalg.{name}({', '.join(args)})"]
-
-
-def _check_square(name: str, a: Aval) -> None:
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{name}: expected a square matrix (or a stack of them), got {a.shape}")
-
-
-def _real_only(name: str, *xs) -> None:
-    for x in xs:
-        if x is not None and dtype_of(x).kind == "c":
-            raise NotImplementedError(
-                f"tracegrad: scipy.linalg.{name}: derivatives of complex matrices are not "
-                "supported yet (the values are); differentiate real ones"
-            )
-
-
-def _column(x, vector: bool):
-    return expand_dims(x, (1,)) if vector else x
-
-
-def _uncolumn(x, vector: bool):
-    return squeeze(x, (1,)) if vector else x
-
-
-def _neg(x):
-    return x * -1.0
 
 
 @functools.cache
