@@ -9,7 +9,8 @@ One module per family: `promotion` (dtypes and the binary-operation dispatch), `
 (argument normalization and `grad_fn` names, shared by the rest), `arithmetic`, `comparisons`,
 `reductions`, `shapes`, `creation` (factories and the random generator), `indexing`
 (`__getitem__`, `__setitem__`), `complex_numbers` (parts, conjugates, `complex`, `polar`) and
-`inplace` (`add_`, `zero_` ...); the tensor methods built from them are listed in
+`inplace` (`add_`, `zero_` ...), and `out_argument` (`out=` on the functions that take it, as
+wrappers: methods take none); the tensor methods built from them are listed in
 `tracegrad.torch.methods`. This package re-exports the functions; `__all__` collects the
 families' lists, and `tracegrad.torch` re-exports them.
 """
@@ -39,3 +40,10 @@ __all__ = [
     *creation.__all__,
     "result_type",
 ]
+
+# PyTorch's `out=` on the functions that take it (methods take none: they keep the originals)
+from tracegrad.torch.ops.out_argument import OUT_FUNCTIONS, with_out  # noqa: E402
+
+for _name in OUT_FUNCTIONS:
+    globals()[_name] = with_out(globals()[_name])
+del _name

@@ -315,7 +315,11 @@ def where(condition, input, other):
             f"{condition.dtype.name}"
         )
     dtype = result_type(input, other)
-    return bind(ew.where_p, condition, _cast(input, dtype), _cast(other, dtype))
+    input, other = _cast(input, dtype), _cast(other, dtype)
+    if not isinstance(input, Tensor | np.ndarray) and not isinstance(other, Tensor | np.ndarray):
+        # two Python numbers: no tensor gives the result its dtype, torch's default does
+        input = np.asarray(input, dtype)
+    return bind(ew.where_p, condition, input, other)
 
 
 def lerp(input, end, weight):
