@@ -27,6 +27,7 @@ import tracegrad
 import tracegrad.torch as tt
 from tests.shim.torch_oracle import libraries, values
 from tracegrad.torch import methods, ops
+from tracegrad.torch.ops import selection
 from tracegrad.torch.ops.out_argument import OUT_FUNCTIONS
 
 torch = pytest.importorskip("torch")
@@ -995,6 +996,22 @@ _ELSEWHERE = {
     "view_as_complex",
     "complex",
     "polar",
+    # sorting and selection: tests/shim/test_torch_selection.py
+    "sort",
+    "argsort",
+    "msort",
+    "topk",
+    "kthvalue",
+    "median",
+    "nanmedian",
+    "mode",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+    "masked_select",
+    "nonzero",
+    "argwhere",
+    "unique",
 }
 # cuda: test_cuda_is_refused_clearly; backward: every gradient above; _bind_eager: internal;
 # the complex methods: tests/shim/test_complex.py
@@ -1014,6 +1031,7 @@ _METHODS_ELSEWHERE = (
         "cdouble",
     }
     | {"det", "inverse"}
+    | set(selection.__all__)  # tests/shim/test_torch_selection.py
 )  # torch.linalg's, against torch: tests/shim/test_torch_linalg_fft.py
 
 

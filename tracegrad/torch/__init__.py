@@ -11,7 +11,9 @@ NumPy's inside `tg.grad`.
 The parts, bottom up: `grad_mode`, `hooks`, `tensor` (the class), `graph` (the recorded nodes),
 `recording`, `engine` (the backward pass), `function` (custom `autograd.Function`), `ops`
 (PyTorch's functions), `methods` (the tensor methods built from them), `nn`, `optim`,
-`generator` (torch's CPU random numbers), `utils.data`.
+`generator` (torch's CPU random numbers), `utils.data`, `serialization` (`save`, `load`),
+`func` and `autograd.functional` (functorch's transforms and PyTorch's functional API on
+the recorded graph), `distributions`.
 """
 
 from tracegrad.torch import autograd, grad_mode, nn, ops, optim
@@ -46,3 +48,19 @@ from tracegrad.torch import fft, linalg  # noqa: E402
 from tracegrad.torch.linalg import det, inverse  # noqa: E402
 
 __all__ += ["det", "fft", "inverse", "linalg"]
+
+# torch.save and torch.load (issue 23): JSON and raw arrays in a zip; reads torch.save's zip format
+from tracegrad.torch import serialization  # noqa: E402
+from tracegrad.torch.serialization import load, save  # noqa: E402
+
+__all__ += ["load", "save", "serialization"]
+
+# torch.func (issue 23): functorch's transforms on the recorded graph
+from tracegrad.torch import func  # noqa: E402
+
+__all__ += ["func"]
+
+# torch.distributions (issue 23)
+from tracegrad.torch import distributions  # noqa: E402
+
+__all__ += ["distributions"]

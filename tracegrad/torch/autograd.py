@@ -5,6 +5,7 @@ A namespace: the parts live in `tracegrad.torch`'s modules (`engine`, `function`
 (`torch.autograd.function.once_differentiable`, `torch.autograd.graph`).
 """
 
+from tracegrad.torch import autograd_functional as functional  # torch.autograd.functional
 from tracegrad.torch import function, grad_mode, graph  # noqa: F401 - PyTorch's module names
 from tracegrad.torch.engine import backward, grad
 from tracegrad.torch.function import Function, FunctionCtx, once_differentiable
@@ -21,6 +22,7 @@ __all__ = [
     "GradcheckError",
     "RemovableHandle",
     "backward",
+    "functional",
     "grad",
     "gradcheck",
     "once_differentiable",

@@ -12,6 +12,9 @@ takes its implementation on first use); NumPy functions on tensors follow NumPy.
 Arrays are never written in place: an in-place method computes a new array and rebinds the
 cell to it, bumping the version. Every array a tensor holds is read-only, so a value a graph
 saved cannot change behind its back.
+
+Over 600 lines: the class declares PyTorch's whole tensor surface (a line per family of
+methods, implemented in tracegrad.torch.methods), which grows with each family the shim adds.
 """
 
 from __future__ import annotations
@@ -540,6 +543,11 @@ class Tensor(Boxed):
     min, amax, amin, argmax, argmin = _implemented("min", "amax", "amin", "argmax", "argmin")
     logsumexp, softmax, log_softmax = _implemented("logsumexp", "softmax", "log_softmax")
     norm, all, any, cumsum, cumprod = _implemented("norm", "all", "any", "cumsum", "cumprod")
+    sort, argsort, msort, topk = _implemented("sort", "argsort", "msort", "topk")
+    kthvalue, median, nanmedian, mode = _implemented("kthvalue", "median", "nanmedian", "mode")
+    cummax, cummin, logcumsumexp = _implemented("cummax", "cummin", "logcumsumexp")
+    masked_select, nonzero = _implemented("masked_select", "nonzero")
+    argwhere, unique = _implemented("argwhere", "unique")
     # shapes
     reshape, view, view_as, reshape_as = _implemented("reshape", "view", "view_as", "reshape_as")
     flatten, t, transpose, swapaxes = _implemented("flatten", "t", "transpose", "swapaxes")

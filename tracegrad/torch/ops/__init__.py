@@ -7,7 +7,8 @@ semantics (`repeat` tiles, `std` is unbiased, `max(dim)` returns values and indi
 
 One module per family: `promotion` (dtypes and the binary-operation dispatch), `conventions`
 (argument normalization and `grad_fn` names, shared by the rest), `arithmetic`, `comparisons`,
-`reductions`, `shapes`, `creation` (factories and the random generator), `indexing`
+`reductions`, `selection` (sort, topk, median, unique, ...), `shapes`, `creation`
+(factories and the random generator), `indexing`
 (`__getitem__`, `__setitem__`), `complex_numbers` (parts, conjugates, `complex`, `polar`) and
 `inplace` (`add_`, `zero_` ...), and `out_argument` (`out=` on the functions that take it, as
 wrappers: methods take none); the tensor methods built from them are listed in
@@ -21,6 +22,7 @@ from tracegrad.torch.ops import (
     complex_numbers,
     creation,
     reductions,
+    selection,
     shapes,
 )
 from tracegrad.torch.ops.arithmetic import *  # noqa: F403
@@ -29,6 +31,7 @@ from tracegrad.torch.ops.complex_numbers import *  # noqa: F403
 from tracegrad.torch.ops.creation import *  # noqa: F403
 from tracegrad.torch.ops.promotion import result_type
 from tracegrad.torch.ops.reductions import *  # noqa: F403
+from tracegrad.torch.ops.selection import *  # noqa: F403
 from tracegrad.torch.ops.shapes import *  # noqa: F403
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     *comparisons.__all__,
     *complex_numbers.__all__,
     *reductions.__all__,
+    *selection.__all__,
     *shapes.__all__,
     *creation.__all__,
     "result_type",
