@@ -15,6 +15,8 @@ from tracegrad.torch.ops.out_argument import OUT_FUNCTIONS
 # documented without `out` but taking it in an overload (`torch.sum(x, dim, out=)`): the
 # scenarios below call them
 _OUT_BY_OVERLOAD = {"sum", "prod"}
+# these take out= in torch 2.13 though their docstrings do not say so (probed)
+_OUT_BY_OVERLOAD |= {"scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "take"}
 
 
 def test_out_receives_the_result_and_is_returned():

@@ -27,7 +27,7 @@ import tracegrad
 import tracegrad.torch as tt
 from tests.shim.torch_oracle import libraries, values
 from tracegrad.torch import methods, ops
-from tracegrad.torch.ops import selection
+from tracegrad.torch.ops import matrices, selection, special_math
 from tracegrad.torch.ops.out_argument import OUT_FUNCTIONS
 
 torch = pytest.importorskip("torch")
@@ -982,6 +982,17 @@ _ELSEWHERE = {
     "is_tensor",
     "numel",
     "result_type",
+    # scatter and index updates: tests/shim/test_torch_scatter.py
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_put",
+    "masked_scatter",
+    "take",
+    "take_along_dim",
     # complex numbers: tests/shim/test_complex.py
     "real",
     "imag",
@@ -1012,6 +1023,9 @@ _ELSEWHERE = {
     "nonzero",
     "argwhere",
     "unique",
+    # special functions and matrix functions: tests/shim/test_torch_math.py
+    *special_math.__all__,
+    *matrices.__all__,
 }
 # cuda: test_cuda_is_refused_clearly; backward: every gradient above; _bind_eager: internal;
 # the complex methods: tests/shim/test_complex.py
@@ -1031,6 +1045,13 @@ _METHODS_ELSEWHERE = (
         "cdouble",
     }
     | {"det", "inverse"}
+    # scatter and index updates: tests/shim/test_torch_scatter.py
+    | {"scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill"}
+    | {"index_put", "masked_scatter", "take", "take_along_dim"}
+    | {"scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_"}
+    | {"index_fill_", "index_put_", "masked_scatter_"}
+    | {*special_math.__all__, *matrices.__all__, "unfold"}  # tests/shim/test_torch_math.py
+    | {f"{n}_" for n in (*special_math.__all__, "addmm", "addmv", "addbmm", "baddbmm")}
     | set(selection.__all__)  # tests/shim/test_torch_selection.py
 )  # torch.linalg's, against torch: tests/shim/test_torch_linalg_fft.py
 

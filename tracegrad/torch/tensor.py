@@ -526,6 +526,10 @@ class Tensor(Boxed):
     clamp, clip, clamp_min, clamp_max = _implemented("clamp", "clip", "clamp_min", "clamp_max")
     lerp, addcmul, addcdiv, masked_fill = _implemented("lerp", "addcmul", "addcdiv", "masked_fill")
     (where,) = _implemented("where")
+    # special functions
+    erf, erfc, erfinv, lgamma = _implemented("erf", "erfc", "erfinv", "lgamma")
+    digamma, polygamma, i0, sinc = _implemented("digamma", "polygamma", "i0", "sinc")
+    xlogy, hypot = _implemented("xlogy", "hypot")
     # complex numbers (`real` and `imag` are properties with setters)
     real, imag, conj, conj_physical = _implemented("real", "imag", "conj", "conj_physical")
     resolve_conj, is_conj, is_complex = _implemented("resolve_conj", "is_conj", "is_complex")
@@ -533,6 +537,9 @@ class Tensor(Boxed):
     # products
     matmul, mm, bmm, mv, dot, outer = _implemented("matmul", "mm", "bmm", "mv", "dot", "outer")
     det, inverse = _implemented("det", "inverse")
+    addmm, addmv, addbmm, baddbmm = _implemented("addmm", "addmv", "addbmm", "baddbmm")
+    diag, diag_embed, diagonal = _implemented("diag", "diag_embed", "diagonal")
+    roll, rot90, unfold = _implemented("roll", "rot90", "unfold")
     # comparisons
     eq, ne, lt, le, gt, ge, isnan = _implemented("eq", "ne", "lt", "le", "gt", "ge", "isnan")
     isfinite, isinf, logical_not = _implemented("isfinite", "isinf", "logical_not")
@@ -556,6 +563,11 @@ class Tensor(Boxed):
     flip, chunk, split, unbind, select = _implemented("flip", "chunk", "split", "unbind", "select")
     narrow, gather, index_select, triu = _implemented("narrow", "gather", "index_select", "triu")
     tril, clone, contiguous, T, mT = _implemented("tril", "clone", "contiguous", "T", "mT")
+    # scatter and index updates (ops/scatter.py)
+    scatter, scatter_add, scatter_reduce = _implemented("scatter", "scatter_add", "scatter_reduce")
+    index_add, index_copy, index_fill = _implemented("index_add", "index_copy", "index_fill")
+    index_put, masked_scatter, take = _implemented("index_put", "masked_scatter", "take")
+    (take_along_dim,) = _implemented("take_along_dim")
     # dtypes, devices, new tensors
     to, type_as, float, double, half = _implemented("to", "type_as", "float", "double", "half")
     int, long, bool, cpu, cuda = _implemented("int", "long", "bool", "cpu", "cuda")
@@ -572,6 +584,14 @@ class Tensor(Boxed):
     addcdiv_, masked_fill_, reciprocal_ = _implemented("addcdiv_", "masked_fill_", "reciprocal_")
     floor_, ceil_, round_, sign_ = _implemented("floor_", "ceil_", "round_", "sign_")
     square_, remainder_ = _implemented("square_", "remainder_")
+    erf_, erfc_, erfinv_, lgamma_ = _implemented("erf_", "erfc_", "erfinv_", "lgamma_")
+    digamma_, polygamma_, i0_, sinc_ = _implemented("digamma_", "polygamma_", "i0_", "sinc_")
+    xlogy_, hypot_, addmm_, addmv_ = _implemented("xlogy_", "hypot_", "addmm_", "addmv_")
+    addbmm_, baddbmm_ = _implemented("addbmm_", "baddbmm_")
+    scatter_, scatter_add_ = _implemented("scatter_", "scatter_add_")
+    scatter_reduce_, index_add_ = _implemented("scatter_reduce_", "index_add_")
+    index_copy_, index_fill_ = _implemented("index_copy_", "index_fill_")
+    index_put_, masked_scatter_ = _implemented("index_put_", "masked_scatter_")
     # operators
     __getitem__, __setitem__, __add__ = _implemented("__getitem__", "__setitem__", "__add__")
     __radd__, __sub__, __rsub__ = _implemented("__radd__", "__sub__", "__rsub__")

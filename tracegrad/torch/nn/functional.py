@@ -19,6 +19,7 @@ from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.ops import creation
 from tracegrad.torch.ops.conventions import _named
 from tracegrad.torch.ops.inplace import rebind
+from tracegrad.torch.ops.matrices import one_hot
 from tracegrad.torch.tensor import Tensor
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "normalize",
+    "one_hot",
     "relu",
     "sigmoid",
     "silu",

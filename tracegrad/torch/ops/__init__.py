@@ -9,11 +9,13 @@ One module per family: `promotion` (dtypes and the binary-operation dispatch), `
 (argument normalization and `grad_fn` names, shared by the rest), `arithmetic`, `comparisons`,
 `reductions`, `selection` (sort, topk, median, unique, ...), `shapes`, `creation`
 (factories and the random generator), `indexing`
-(`__getitem__`, `__setitem__`), `complex_numbers` (parts, conjugates, `complex`, `polar`) and
+(`__getitem__`, `__setitem__`), `complex_numbers` (parts, conjugates, `complex`, `polar`),
+`scatter` (scatter, index updates, `take`) and
 `inplace` (`add_`, `zero_` ...), and `out_argument` (`out=` on the functions that take it, as
 wrappers: methods take none); the tensor methods built from them are listed in
 `tracegrad.torch.methods`. This package re-exports the functions; `__all__` collects the
-families' lists, and `tracegrad.torch` re-exports them.
+families' lists, and `tracegrad.torch` re-exports them. Two more families: `special_math`
+(erf, lgamma, polygamma, xlogy, ...) and `matrices` (addmm, diag, roll, unfold, ...).
 """
 
 from tracegrad.torch.ops import (
@@ -21,27 +23,38 @@ from tracegrad.torch.ops import (
     comparisons,
     complex_numbers,
     creation,
+    matrices,
     reductions,
     selection,
     shapes,
+    special_math,
 )
+
+# the module (imported before the star imports, after which `scatter` names the function)
+from tracegrad.torch.ops import scatter as scatter_family
 from tracegrad.torch.ops.arithmetic import *  # noqa: F403
 from tracegrad.torch.ops.comparisons import *  # noqa: F403
 from tracegrad.torch.ops.complex_numbers import *  # noqa: F403
 from tracegrad.torch.ops.creation import *  # noqa: F403
+from tracegrad.torch.ops.matrices import *  # noqa: F403
 from tracegrad.torch.ops.promotion import result_type
 from tracegrad.torch.ops.reductions import *  # noqa: F403
+from tracegrad.torch.ops.scatter import *  # noqa: F403
 from tracegrad.torch.ops.selection import *  # noqa: F403
 from tracegrad.torch.ops.shapes import *  # noqa: F403
+from tracegrad.torch.ops.special_math import *  # noqa: F403
 
 __all__ = [
     *arithmetic.__all__,
     *comparisons.__all__,
     *complex_numbers.__all__,
     *reductions.__all__,
+    *scatter_family.__all__,
     *selection.__all__,
     *shapes.__all__,
     *creation.__all__,
+    *special_math.__all__,
+    *matrices.__all__,
     "result_type",
 ]
 

@@ -27,7 +27,9 @@ OUT_FUNCTIONS = tuple(
     index_select le lerp linspace log log10 log1p log2 logical_and logical_not logical_or
     logsumexp lt matmul maximum mean minimum mm mul mv ne neg negative outer polar pow rand
     randint randn randperm reciprocal remainder round rsqrt sgn sigmoid sign sin sinh sqrt
-    square stack std sub sum prod tan tanh tril triu trunc var where zeros ones""".split()
+    square stack std sub sum prod tan tanh tril triu trunc var where zeros ones scatter
+    scatter_add scatter_reduce index_add index_copy take take_along_dim erf erfc erfinv lgamma
+    digamma polygamma i0 sinc xlogy hypot addmm addmv addbmm baddbmm diag""".split()
 )
 
 _RESIZED = (
