@@ -14,6 +14,9 @@ The parts, bottom up: `grad_mode`, `hooks`, `tensor` (the class), `graph` (the r
 `generator` (torch's CPU random numbers), `utils.data`, `serialization` (`save`, `load`),
 `func` and `autograd.functional` (functorch's transforms and PyTorch's functional API on
 the recorded graph), `distributions`.
+
+`device`: `torch.device`, and the `cuda` and `accelerator` namespaces of PyTorch's CPU
+build; `testing`: `assert_close`.
 """
 
 from tracegrad.torch import autograd, grad_mode, nn, ops, optim
@@ -64,3 +67,15 @@ __all__ += ["func"]
 from tracegrad.torch import distributions  # noqa: E402
 
 __all__ += ["distributions"]
+
+# devices of a CPU-only build, and torch.testing (issue 23 items 2 and 7)
+from tracegrad.torch import testing  # noqa: E402
+from tracegrad.torch.device import (  # noqa: E402
+    accelerator,
+    cuda,
+    device,
+    get_default_device,
+    set_default_device,
+)
+
+__all__ += ["accelerator", "cuda", "device", "get_default_device", "set_default_device", "testing"]

@@ -8,6 +8,7 @@ requires grad, and the values of tensors nested in lists.
 
 from __future__ import annotations
 
+from tracegrad.torch.device import check_device
 from tracegrad.torch.tensor import Tensor
 
 
@@ -42,5 +43,5 @@ def _nested_values(data):
 
 
 def _check_device(device) -> None:
-    if device is not None and str(device) != "cpu":
-        raise RuntimeError(f"tracegrad tensors live on the CPU; device={device!r} is not available")
+    """As PyTorch's CPU build: None is the default device, and only the CPU is available."""
+    check_device(device)

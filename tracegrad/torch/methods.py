@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracegrad.torch.creation_from_data import _check_device, tensor
+from tracegrad.torch.device import _CPU
 from tracegrad.torch.engine import backward as _backward
 from tracegrad.torch.linalg import det, inverse
 from tracegrad.torch.ops.arithmetic import (
@@ -123,6 +124,7 @@ from tracegrad.torch.ops.matrices import (
     rot90,
     unfold,
 )
+from tracegrad.torch.ops.random import bernoulli, multinomial
 from tracegrad.torch.ops.reductions import (
     all,
     amax,
@@ -423,6 +425,11 @@ _METHODS = {
     "fill_": _fill_,
     "copy_": _copy_,
     "normal_": _normal_,
+    "bernoulli": bernoulli,
+    "multinomial": multinomial,
+    "device": property(lambda self: _CPU),
+    "is_cpu": property(lambda self: True),
+    "is_cuda": property(lambda self: False),
     "uniform_": _uniform_,
     "new_zeros": _new(zeros),
     "new_ones": _new(ones),

@@ -201,10 +201,6 @@ class Tensor(Boxed):
     nelement = numel
 
     @property
-    def device(self) -> str:
-        return "cpu"
-
-    @property
     def is_leaf(self) -> bool:
         return self._grad_fn is None
 
@@ -574,6 +570,8 @@ class Tensor(Boxed):
     is_floating_point, new_zeros = _implemented("is_floating_point", "new_zeros")
     new_ones, new_empty, new_full = _implemented("new_ones", "new_empty", "new_full")
     new_tensor, cfloat, cdouble = _implemented("new_tensor", "cfloat", "cdouble")
+    device, is_cpu, is_cuda = _implemented("device", "is_cpu", "is_cuda")
+    bernoulli, multinomial = _implemented("bernoulli", "multinomial")
     # in place
     zero_, fill_, copy_, normal_ = _implemented("zero_", "fill_", "copy_", "normal_")
     uniform_, add_, sub_, mul_, div_ = _implemented("uniform_", "add_", "sub_", "mul_", "div_")

@@ -8,7 +8,7 @@ semantics (`repeat` tiles, `std` is unbiased, `max(dim)` returns values and indi
 One module per family: `promotion` (dtypes and the binary-operation dispatch), `conventions`
 (argument normalization and `grad_fn` names, shared by the rest), `arithmetic`, `comparisons`,
 `reductions`, `selection` (sort, topk, median, unique, ...), `shapes`, `creation`
-(factories and the random generator), `indexing`
+(factories), `random` (sampling, `generator=`), `indexing`
 (`__getitem__`, `__setitem__`), `complex_numbers` (parts, conjugates, `complex`, `polar`),
 `scatter` (scatter, index updates, `take`) and
 `inplace` (`add_`, `zero_` ...), and `out_argument` (`out=` on the functions that take it, as
@@ -24,6 +24,7 @@ from tracegrad.torch.ops import (
     complex_numbers,
     creation,
     matrices,
+    random,
     reductions,
     selection,
     shapes,
@@ -38,6 +39,7 @@ from tracegrad.torch.ops.complex_numbers import *  # noqa: F403
 from tracegrad.torch.ops.creation import *  # noqa: F403
 from tracegrad.torch.ops.matrices import *  # noqa: F403
 from tracegrad.torch.ops.promotion import result_type
+from tracegrad.torch.ops.random import *  # noqa: F403
 from tracegrad.torch.ops.reductions import *  # noqa: F403
 from tracegrad.torch.ops.scatter import *  # noqa: F403
 from tracegrad.torch.ops.selection import *  # noqa: F403
@@ -53,6 +55,7 @@ __all__ = [
     *selection.__all__,
     *shapes.__all__,
     *creation.__all__,
+    *random.__all__,
     *special_math.__all__,
     *matrices.__all__,
     "result_type",

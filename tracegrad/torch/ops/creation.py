@@ -1,9 +1,9 @@
-"""PyTorch's tensor factories and the random generator behind them.
+"""PyTorch's tensor factories and the shim's global random stream.
 
-`zeros`, `ones`, `full`, `arange`, `linspace`, `eye`, the random ones and their `*_like` forms,
-plus `as_tensor`, `from_numpy`, `is_tensor` and `numel`. `manual_seed` rebinds the module-level
-generator `_rng`, so other modules read it as `creation._rng` at call time, never a copy taken
-at import.
+`zeros`, `ones`, `full`, `arange`, `linspace`, `eye` and their `*_like` forms, plus
+`as_tensor`, `from_numpy`, `is_tensor` and `numel` (the random factories are `ops.random`'s).
+`manual_seed` rebinds the module-level generator `_rng`, so other modules read it as
+`creation._rng` at call time, never a copy taken at import.
 """
 
 from __future__ import annotations
@@ -65,37 +65,6 @@ def full(size, fill_value, *, dtype=None, requires_grad=False, device=None):
     return _factory(np.full(tuple(size), fill_value, dtype), None, requires_grad)
 
 
-def randn(*size, dtype=None, requires_grad=False, device=None, generator=None):
-    _check_device(device)
-    dtype, shape = _float_dtype(dtype), _shape_args(size)
-    if dtype.kind == "c":  # PyTorch's complex normal: each part N(0, 1/2), so E|z|^2 = 1
-        parts = _rng.standard_normal((2, *shape)) * np.sqrt(0.5)
-        return _factory((parts[0] + 1j * parts[1]).astype(dtype), None, requires_grad)
-    return _factory(_rng.standard_normal(shape).astype(dtype), None, requires_grad)
-
-
-def rand(*size, dtype=None, requires_grad=False, device=None, generator=None):
-    _check_device(device)
-    dtype, shape = _float_dtype(dtype), _shape_args(size)
-    if dtype.kind == "c":  # each part uniform in [0, 1), as PyTorch's
-        parts = _rng.random((2, *shape))
-        return _factory((parts[0] + 1j * parts[1]).astype(dtype), None, requires_grad)
-    return _factory(_rng.random(shape).astype(dtype), None, requires_grad)
-
-
-def randint(low, high=None, size=(), *, dtype=None, device=None):
-    _check_device(device)
-    if isinstance(high, tuple | list):  # randint(high, size)
-        low, high, size = 0, low, high
-    elif high is None:
-        low, high = 0, low
-    return _factory(_rng.integers(low, high, tuple(size)), dtype or np.int64, False)
-
-
-def randperm(n, *, dtype=None):
-    return _factory(_rng.permutation(n), dtype or np.int64, False)
-
-
 def arange(start, end=None, step=1, *, dtype=None, requires_grad=False, device=None):
     _check_device(device)
     if end is None:
@@ -135,8 +104,6 @@ def _like(make):
 zeros_like = _like(zeros)
 ones_like = _like(ones)
 empty_like = _like(empty)
-randn_like = _like(randn)
-rand_like = _like(rand)
 
 
 def full_like(input, fill_value, *, dtype=None, requires_grad=False, device=None):
@@ -177,18 +144,12 @@ __all__ = [
     "ones",
     "empty",
     "full",
-    "randn",
-    "rand",
-    "randint",
-    "randperm",
     "arange",
     "linspace",
     "eye",
     "zeros_like",
     "ones_like",
     "empty_like",
-    "randn_like",
-    "rand_like",
     "full_like",
     "as_tensor",
     "from_numpy",

@@ -17,6 +17,7 @@ from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import views
 from tracegrad.torch.creation_from_data import _check_device
+from tracegrad.torch.device import device
 from tracegrad.torch.ops.conventions import _alias, _as_tensor, _dims, _named, _shape_args
 from tracegrad.torch.ops.promotion import _cast, result_type
 from tracegrad.torch.tensor import Tensor
@@ -215,18 +216,21 @@ def contiguous(input):
     return clone(input) if input._base is not None else input
 
 
-def _to(input, *args, **kwargs):
+def _to(input, *args, copy=False, non_blocking=False, memory_format=None, **kwargs):
+    """`Tensor.to(device, dtype)`, `to(dtype)`, `to(other)`: the tensor itself when nothing
+    changes (and `copy` is False), as PyTorch's; a device other than the CPU is refused."""
     dtype = kwargs.pop("dtype", None)
-    _check_device(kwargs.pop("device", None))
+    if kwargs.get("device") is not None:
+        _check_device(kwargs.pop("device"))
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
-        elif isinstance(a, str):
+        elif isinstance(a, str | device):
             _check_device(a)
         elif a is not None:
             dtype = a
     if dtype is None or np.dtype(dtype) == input.dtype:
-        return input
+        return clone(input) if copy else input
     return input._astype(dtype)
 
 
