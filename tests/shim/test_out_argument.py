@@ -102,8 +102,9 @@ def test_the_warning_is_a_user_warning_naming_both_shapes():
 
 
 def test_where_with_python_numbers_takes_torchs_dtypes():
-    """(Beside `out=`, issue 23's other calling convention of the functions: numbers in place
-    of tensors.) Two numbers give torch's default dtype for their kind, not NumPy's."""
+    """(Beside `out=`, issue 23's other calling conventions of the functions: numbers in place
+    of tensors, and the one-argument form.) Two numbers give torch's default dtype for their
+    kind, not NumPy's; `where(condition)` is `nonzero(condition, as_tuple=True)`."""
 
     def scenario(M):
         x = M.tensor([1.0, -2.0, 3.0], dtype=M.float64, requires_grad=True)
@@ -117,6 +118,8 @@ def test_where_with_python_numbers_takes_torchs_dtypes():
             M.where(x > 0, True, False),
             M.where(x > 0, 1j, 0),
             M.where(x > 0, 2, M.ones(3, dtype=M.float32)),
+            *M.where(M.tensor([[1.0, 0.0], [0.0, 2.0]])),  # one argument: nonzero(as_tuple)
+            *M.where(M.tensor(True)),
         )
 
     run_both(scenario)

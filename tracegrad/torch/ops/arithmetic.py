@@ -307,8 +307,11 @@ def clamp_max(input, max):  # noqa: A002
     return clamp(input, max=max)
 
 
-def where(condition, input, other):
+def where(condition, input=None, other=None):
     condition = _as_tensor(condition)
+    if input is None and other is None:  # `torch.where(condition)`: nonzero(as_tuple=True)
+        found = np.nonzero(np.atleast_1d(condition.detach().numpy()))
+        return tuple(Tensor._wrap(i.astype(np.int64)) for i in found)
     if condition.dtype != np.bool_:
         raise RuntimeError(
             "where expected condition to be a boolean tensor, but got a tensor with dtype "
