@@ -132,6 +132,3 @@ def _batch(prim, vector_arg: int):
         return (squeeze(out, (2,)) if vector else out), 0
 
     return batch
-
-
-# -- solve_triangular ---------------------------------------------------------------------------

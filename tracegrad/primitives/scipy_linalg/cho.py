@@ -196,9 +196,6 @@ cho_solve_p = Primitive(
     vjp_reads=READS_ALL,
 )
 
-# -- lu_factor ----------------------------------------------------------------------------------
-
-
 # -- the backward pass of cholesky and cho_factor, one primitive ---------------------------------
 #
 # Murray's matrix rule, sym(L^-T Phi(L^T L_bar) L^-1), costs a triangular product and two n x n

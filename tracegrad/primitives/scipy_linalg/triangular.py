@@ -150,5 +150,3 @@ trmm_p = Primitive(
     vjp_reads=READS_ALL,
     bilinear=True,
 )
-
-# -- cholesky and cho_factor --------------------------------------------------------------------
