@@ -55,6 +55,14 @@ except ImportError as err:
     print(err)
 else:
     raise AssertionError("tracegrad.scipy imported without SciPy")
+import tracegrad.torch as tt
+assert "distributions" not in tt.__all__
+try:
+    tt.erf(tt.ones(2))
+except ImportError as err:
+    print(err)
+else:
+    raise AssertionError("torch.erf ran without SciPy")
 """
 
 
@@ -67,6 +75,7 @@ def test_the_core_package_works_without_scipy(missing):
     assert done.returncode == 0, done.stderr
     assert "tracegrad.scipy needs SciPy" in done.stdout
     assert "pip install 'tracegrad[scipy]'" in done.stdout
+    assert "torch.erf computes with SciPy's special functions" in done.stdout
 
 
 def test_with_scipy_installed_importing_tracegrad_does_not_import_it():

@@ -19,6 +19,9 @@ the recorded graph), `distributions`.
 build; `testing`: `assert_close`.
 """
 
+import importlib
+
+from tracegrad.primitives import _scipy_installed
 from tracegrad.torch import autograd, grad_mode, nn, ops, optim
 from tracegrad.torch.creation_from_data import tensor
 from tracegrad.torch.dtypes import *  # noqa: F403 - the dtype names, listed in dtypes.DTYPES
@@ -63,11 +66,6 @@ from tracegrad.torch import func  # noqa: E402
 
 __all__ += ["func"]
 
-# torch.distributions (issue 23)
-from tracegrad.torch import distributions  # noqa: E402
-
-__all__ += ["distributions"]
-
 # devices of a CPU-only build, and torch.testing (issue 23 items 2 and 7)
 from tracegrad.torch import testing  # noqa: E402
 from tracegrad.torch.device import (  # noqa: E402
@@ -79,3 +77,15 @@ from tracegrad.torch.device import (  # noqa: E402
 )
 
 __all__ += ["accelerator", "cuda", "device", "get_default_device", "set_default_device", "testing"]
+
+# torch.distributions (issue 23): its densities use SciPy's special functions (tracegrad.scipy,
+# an optional extra), so it is imported on first use, and listed only where SciPy is installed:
+# `import tracegrad` must neither need nor import SciPy
+if _scipy_installed():
+    __all__ += ["distributions"]  # noqa: F405 - the lazy attribute of __getattr__ below
+
+
+def __getattr__(name: str):
+    if name == "distributions":  # (importing it binds the attribute: this runs once)
+        return importlib.import_module("tracegrad.torch.distributions")
+    raise AttributeError(f"module 'tracegrad.torch' has no attribute '{name}'")

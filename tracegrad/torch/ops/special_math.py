@@ -9,14 +9,15 @@ SciPy's and whose derivatives are closed forms that differentiate again, with Py
 
 from __future__ import annotations
 
+import importlib
 import math
 import operator
 
 import numpy as np
 
 from tracegrad import numpy as tnp
+from tracegrad.primitives import _scipy_installed
 from tracegrad.primitives import elementwise as ew
-from tracegrad.primitives import special as sp
 from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.ops.arithmetic import log, mul, where
 from tracegrad.torch.ops.comparisons import (
@@ -40,27 +41,39 @@ def _floating(input):
     return x._astype(get_default_dtype()) if x.dtype.kind in "biu" else x
 
 
-def _special(prim, torch_name: str, kernel: str):
-    """`torch_name(input)`: `prim` on floats, named `<Name>Backward0` as in PyTorch, and
-    complex inputs refused with the message of PyTorch's CPU kernel `kernel`."""
+def _sp(torch_name: str):
+    """tracegrad.primitives.special, the primitives of SciPy's special functions, loaded on
+    first use: SciPy is an optional extra, and `import tracegrad` neither needs nor imports it."""
+    if not _scipy_installed():
+        raise ImportError(
+            f"torch.{torch_name} computes with SciPy's special functions, an optional extra of "
+            "tracegrad: install it with pip install 'tracegrad[scipy]' (or pip install scipy)"
+        )
+    return importlib.import_module("tracegrad.primitives.special")
+
+
+def _special(prim: str, torch_name: str, kernel: str):
+    """`torch_name(input)`: the primitive `prim` of tracegrad.primitives.special on floats,
+    named `<Name>Backward0` as in PyTorch, and complex inputs refused with the message of
+    PyTorch's CPU kernel `kernel`."""
     backward = "".join(p.capitalize() for p in torch_name.split("_")) + "Backward0"
 
     def f(input):
         x = _floating(input)
         _no_complex(f"\"{kernel}\" not implemented for '{{}}'", x)
-        return _named(_apply(prim, x), backward)
+        return _named(_apply(getattr(_sp(torch_name), prim), x), backward)
 
     f.__name__ = f.__qualname__ = torch_name
-    f.__doc__ = f"`torch.{torch_name}`: SciPy's `{prim.name}` values, its closed-form derivative."
+    f.__doc__ = f"`torch.{torch_name}`: SciPy's values (`{prim}`), its closed-form derivative."
     return f
 
 
-erf = _special(sp.erf_p, "erf", "erf_vml_cpu")
-erfc = _special(sp.erfc_p, "erfc", "erfc_vml_cpu")
-erfinv = _special(sp.erfinv_p, "erfinv", "erfinv_vml_cpu")
-lgamma = _special(sp.gammaln_p, "lgamma", "lgamma_vml_cpu")  # log|gamma(x)|, as SciPy's
-digamma = _special(sp.psi_p, "digamma", "digamma")
-i0 = _special(sp.i0_p, "i0", "i0_vml_cpu")
+erf = _special("erf_p", "erf", "erf_vml_cpu")
+erfc = _special("erfc_p", "erfc", "erfc_vml_cpu")
+erfinv = _special("erfinv_p", "erfinv", "erfinv_vml_cpu")
+lgamma = _special("gammaln_p", "lgamma", "lgamma_vml_cpu")  # log|gamma(x)|, as SciPy's
+digamma = _special("psi_p", "digamma", "digamma")
+i0 = _special("i0_p", "i0", "i0_vml_cpu")
 
 
 def polygamma(n, input):
@@ -78,11 +91,11 @@ def polygamma(n, input):
     kernel = ("digamma", "trigamma")[n] if n < 2 else "polygamma"
     _no_complex(f"\"{kernel}\" not implemented for '{{}}'", x)
     if n == 0:
-        out = _apply(sp.psi_p, x)
+        out = _apply(_sp("polygamma").psi_p, x)
     else:
         order = np.asarray(n + 1, x.dtype)  # the zeta's order, a constant of x's dtype
         scale = float((-1) ** (n + 1) * math.factorial(n))
-        out = mul(_apply(sp.hurwitz_zeta_p, order, x), scale)
+        out = mul(_apply(_sp("polygamma").hurwitz_zeta_p, order, x), scale)
     return _named(out, "PolygammaBackward0", (x,))
 
 
