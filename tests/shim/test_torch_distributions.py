@@ -473,7 +473,7 @@ def test_gamma_rsample_is_once_differentiable():
 
 
 # importing the subpackage sets the attribute already; being listed in `__all__` is the wiring
-@pytest.mark.skipif("distributions" not in tgt.__all__, reason="wired by the lead")
+@pytest.mark.skipif("distributions" not in tgt.__all__, reason="torch.distributions needs SciPy")
 def test_wired_as_torch_distributions():
     assert tgt.distributions is TD
     assert tgt.distributions.Normal is TD.Normal
