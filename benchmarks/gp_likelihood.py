@@ -27,22 +27,27 @@ backward pass reuses the forward factor and never factorises again.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-
 import numpy as np
 import scipy.linalg
 
 import tracegrad as tg
-from benchmarks.harness import Comparison, compare
+from benchmarks.harness import compare
+from benchmarks.peers import (
+    AUTOGRAD,
+    EAGER,
+    JAX,
+    JIT,
+    add_peer_rows,
+    ahead_note,
+    generated_calls,
+    goal_note,
+)
 from benchmarks.report import cli, optional, skipped
 
 D, S = 8, 0.1
 LIMIT = "limit: textbook closed form, one Cholesky"
 FLOOR = "closed form without K^-1"
-JIT, EAGER = "tracegrad jit(grad)", "tracegrad grad (no jit)"
 JIT_CHO = "tracegrad jit(grad), cho_factor"
-JAX, TORCH, AUTOGRAD = "jax.jit(jax.grad)", "torch (.backward)", "HIPS autograd"
 GOALS_JIT = {100: 2.0, 500: 1.3, 1000: 1.2}
 GOALS_EAGER = {1000: 2.0}
 GOALS_CHO = {500: 1.3, 1000: 1.3}
@@ -146,55 +151,9 @@ def systems(n, jax, torch, autograd, notes):
     check(cho(X))
     out[JIT_CHO] = lambda: cho(X)
     notes.append(f"calls in the cho_factor row's code: {generated_calls(cho, X)}")
-    if jax is not None:
-        import jax.numpy as jnp
-
-        jf, jX = jax.jit(jax.grad(nll(jnp, jnp.asarray(y)))), jnp.asarray(X)
-        check(np.asarray(jf(jX)))
-        out[JAX] = lambda: jf(jX).block_until_ready()
-    if torch is not None:
-        tf = nll_torch(torch, y)
-
-        def torch_grad():
-            Xt = torch.from_numpy(X).requires_grad_()
-            tf(Xt).backward()
-            return Xt.grad
-
-        check(torch_grad().numpy())
-        out[TORCH] = torch_grad
-    if autograd is not None:
-        import autograd.numpy as anp
-
-        af = autograd.grad(nll(anp, y))
-        check(af(X))
-        out[AUTOGRAD] = lambda: af(X)
+    add_peer_rows(out, check, X, lambda m, asarray: nll(m, asarray(y)), lambda t: nll_torch(t, y),
+                  jax, torch, autograd)  # fmt: skip
     return out
-
-
-def generated_calls(jitted, *args) -> str:
-    """The functions the generated code calls, with counts: "np.linalg.solve x2, ..."."""
-    calls = Counter(re.findall(r"=\s*([A-Za-z_][\w.]*)\(", jitted.lower(*args).source))
-    return ", ".join(f"{name} x{k}" for name, k in calls.most_common())
-
-
-def goal_note(cmp: Comparison, system: str, goal: float, label: str) -> str:
-    """One line: the goal, the measured median ratio to the reference, met or not."""
-    if system not in cmp.per_call:
-        return f"goal: {system} within {goal:.1f}x of {label}: not measured"
-    ratio = float(np.median(cmp.ratios(system)))
-    verdict = "met" if ratio <= goal else "NOT met"
-    return f"goal: {system} within {goal:.1f}x of {label}: {ratio:.2f}x, {verdict}"
-
-
-def ahead_note(cmp: Comparison, system: str, peers: tuple[str, ...]) -> list[str]:
-    """Lines comparing `system` with each measured peer, round by round (time / peer's)."""
-    lines = []
-    for peer in peers:
-        if system in cmp.per_call and peer in cmp.per_call:
-            ratio = float(np.median(cmp.ratios(system, peer)))
-            verdict = "ahead" if ratio < 1 else "NOT ahead"
-            lines.append(f"goal: {system} ahead of {peer}: time ratio {ratio:.2f}, {verdict}")
-    return lines
 
 
 def run(opts):

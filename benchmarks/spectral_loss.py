@@ -18,12 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 import tracegrad as tg
-from benchmarks.gp_likelihood import EAGER, JIT, generated_calls, goal_note
 from benchmarks.harness import compare
+from benchmarks.peers import EAGER, JIT, add_peer_rows, generated_calls, goal_note
 from benchmarks.report import cli, optional, skipped
 
 LIMIT = "handwritten adjoint (rfft, irfft)"
-JAX, TORCH, AUTOGRAD = "jax.jit(jax.grad)", "torch (.backward)", "HIPS autograd"
 GOAL_JIT = 1.5
 
 
@@ -83,28 +82,8 @@ def systems(n, jax, torch, autograd, notes):
     check(eager(x))
     out[JIT], out[EAGER] = lambda: ours(x), lambda: eager(x)
     notes.append(f"calls in tracegrad's jit(grad) code: {generated_calls(ours, x)}")
-    if jax is not None:
-        import jax.numpy as jnp
-
-        jf, jx = jax.jit(jax.grad(loss(jnp, jnp.asarray(w)))), jnp.asarray(x)
-        check(np.asarray(jf(jx)))
-        out[JAX] = lambda: jf(jx).block_until_ready()
-    if torch is not None:
-        tf = loss_torch(torch, w)
-
-        def torch_grad():
-            xt = torch.from_numpy(x).requires_grad_()
-            tf(xt).backward()
-            return xt.grad
-
-        check(torch_grad().numpy())
-        out[TORCH] = torch_grad
-    if autograd is not None:
-        import autograd.numpy as anp
-
-        af = autograd.grad(loss(anp, w))
-        check(af(x))
-        out[AUTOGRAD] = lambda: af(x)
+    add_peer_rows(out, check, x, lambda m, asarray: loss(m, asarray(w)), lambda t: loss_torch(t, w),
+                  jax, torch, autograd)  # fmt: skip
     return out
 
 
