@@ -132,6 +132,8 @@ UPWARD = {
     ("tracegrad.primitives.control", "_rules"): "tracegrad.transforms.control",
     ("tracegrad.primitives.custom", "_rules"): "tracegrad.transforms.custom",
     ("tracegrad.primitives.ode", "_rules"): "tracegrad.transforms.ode",
+    ("tracegrad.primitives.control", "_taylor_rules"): "tracegrad.transforms.control_taylor",
+    ("tracegrad.primitives.custom", "_taylor_rules"): "tracegrad.transforms.custom_taylor",
     # linear algebra's reverse mode for factorisations is its forward mode transposed
     ("tracegrad.primitives.linalg._common", "_transposition"): "tracegrad.transforms.custom",
     ("tracegrad.torch.tensor", "_implementation"): "tracegrad.torch.methods",
@@ -182,13 +184,17 @@ def test_modules_over_600_lines_say_why():
 # -- the top level and tracegrad.torch ---------------------------------------------------------
 
 # The functional API and the tensor entry points issue 12 keeps at the top level.
-FUNCTIONAL = set(
-    "Aval ConcretizationError EscapedTracerError Graph check_grads extend grad hessian ir "
-    "jacfwd jacrev jit jvp linearize make_graph numpy stop_gradient testing torch tree "
-    "value_and_grad vjp vmap".split()
-) | set(
-    "checkpoint checkpoint_name checkpoint_policies custom_jvp custom_root custom_vjp fixed_point "
-    "remat".split()
+FUNCTIONAL = (
+    set(
+        "Aval ConcretizationError EscapedTracerError Graph check_grads extend grad hessian ir "
+        "jacfwd jacrev jit jvp linearize make_graph numpy stop_gradient testing torch tree "
+        "value_and_grad vjp vmap".split()
+    )
+    | set(
+        "checkpoint checkpoint_name checkpoint_policies custom_jvp custom_root custom_vjp "
+        "fixed_point remat".split()
+    )
+    | set("derivatives jet taylor".split())  # Taylor mode (issue 26)
 )
 TENSOR_ALIASES = set(
     "tensor Tensor no_grad enable_grad set_grad_enabled inference_mode is_grad_enabled autograd "

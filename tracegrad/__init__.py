@@ -17,17 +17,20 @@ from tracegrad.api import (
     custom_jvp,
     custom_root,
     custom_vjp,
+    derivatives,
     fixed_point,
     grad,
     hessian,
     jacfwd,
     jacrev,
+    jet,
     jit,
     jvp,
     linearize,
     make_graph,
     remat,
     stop_gradient,
+    taylor,
     value_and_grad,
     vjp,
     vmap,
@@ -105,6 +108,10 @@ __all__ = [
     "custom_vjp",
     "fixed_point",
     "remat",
+    # Taylor mode (issue 26)
+    "derivatives",
+    "jet",
+    "taylor",
 ]
 
 # The tensor entry points kept here, as aliases of tracegrad.torch's. So are the dtypes under

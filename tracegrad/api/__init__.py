@@ -32,3 +32,8 @@ from tracegrad.api.implicit import custom_root, fixed_point  # noqa: E402
 
 __all__ += ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]  # checkpoint
 __all__ += ["custom_jvp", "custom_root", "custom_vjp", "fixed_point"]  # custom rules
+
+# Taylor mode (issue 26)
+from tracegrad.api.taylor import derivatives, jet, taylor  # noqa: E402
+
+__all__ += ["derivatives", "jet", "taylor"]  # Taylor mode

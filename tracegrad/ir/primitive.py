@@ -21,6 +21,12 @@ The rule protocol (DESIGN.md §2; arrays positional, params keyword-only):
   or None.
 - `emit(*names, **params)`: a Python expression written with NumPy's names,
   `"np.hypot(a, b)"`; without one, the code generator calls `impl`.
+- `taylor(primals, series, *, out, **params)`: the output's truncated Taylor series (Taylor
+  mode, `tg.jet`): `series[i]` is None for an input that does not move, else a list of its K
+  Taylor coefficients x_1..x_K (x(t) = x + x_1 t + ... + x_K t^K, derivative / k!), each an
+  array or None for zero; the rule returns the output's K coefficients the same way (None for
+  all zero; a tuple of such lists if `multiple_results`). The shared constructors
+  (`tracegrad.primitives.series`) derive it for linear, multilinear and elementwise primitives.
 
 `vjp` may instead be a tuple with one rule per input, each `(cotangent, *primals, out,
 **params) -> cotangent or None` (HIPS autograd's `defvjp`), or `per_input(rule_of)` where
@@ -101,7 +107,7 @@ def per_input(rule_of: Callable) -> PerInput:
     return PerInput(rule_of)
 
 
-_RULES = ("jvp", "vjp", "batch", "emit")
+_RULES = ("jvp", "vjp", "batch", "emit", "taylor")
 
 
 @attrs.frozen(eq=False, repr=False)
@@ -143,6 +149,7 @@ class Primitive:
     vjp: Callable | tuple | None = None
     batch: Callable | None = None
     emit: Callable | None = None
+    taylor: Callable | None = None
     multiple_results: bool = False
     differentiable: bool = True
     vjp_reads: frozenset = attrs.field(default=READS_ALL, converter=frozenset)

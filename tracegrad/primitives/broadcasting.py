@@ -18,6 +18,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.axes import check_axes, reduced_shape, reducer
 from tracegrad.primitives.views import expand_dims, linear_jvp, move_to_front, reshape, unary_batch
 
@@ -161,6 +162,7 @@ broadcast_to_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.VIEW,
     torch_name="ExpandBackward0",
+    taylor=series.LINEAR,
 )
 
 # -- sum --------------------------------------------------------------------------------------
@@ -198,6 +200,7 @@ sum_p, sum = reducer(  # noqa: A001 - NumPy's name
     jvp=_sum_jvp,
     vjp=_sum_vjp,
     vjp_reads=READS_NOTHING,
+    taylor=series.LINEAR,
 )
 
 PRIMITIVES = (broadcast_to_p, sum_p)

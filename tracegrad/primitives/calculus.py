@@ -15,6 +15,7 @@ from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_INPUTS, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives import series
 from tracegrad.primitives.batching import batch_size, materialize
 from tracegrad.primitives.broadcasting import broadcast_to, sum
 from tracegrad.primitives.indexing import gather, scatter_add
@@ -167,6 +168,7 @@ correlate_p = Primitive(
     vjp_reads=READS_INPUTS,
     bilinear=True,
     layout=Layout.C,
+    taylor=series.MULTILINEAR,
 )
 
 # -- interp -----------------------------------------------------------------------------------
@@ -340,6 +342,27 @@ def _interp_bound_bar(region: str):
     return rule
 
 
+def _interp_taylor(primals, series_in, *, out):
+    # the interval each point falls in is fixed along the series (piecewise): the series of
+    # fp[j] + (fp[j + 1] - fp[j]) (x - xp[j]) / (xp[j + 1] - xp[j]) there (bilinear in fp and
+    # x, rational in xp), of left / right / fp[-1] in the other regions, by a Taylor pass
+    p = _Pieces(*primals[:3])
+
+    def pieces(x, xp, fp, left, right):
+        y = ew.where(p.at_end, _take(fp, np.asarray(p.n - 1)), 0.0)
+        if p.inside is not None:
+            x, xp = _f64(x), _f64(xp)
+            fp = fp if dtype_of(fp).kind == "c" else _f64(fp)
+            xj, fj = _take(xp, p.j), _take(fp, p.j)
+            h = ew.where(p.inside, _take(xp, p.j1) - xj, 1.0)
+            y = ew.where(p.inside, fj + (_take(fp, p.j1) - fj) * ((x - xj) / h), y)
+        y = ew.where(p.below, left, ew.where(p.beyond, right, y))
+        y = broadcast_to(y, shape_of(out)) if shape_of(y) != shape_of(out) else y
+        return y if dtype_of(y) == dtype_of(out) else ew.astype(y, dtype_of(out))
+
+    return series.of_function(pieces, primals, series_in)
+
+
 def _example(a, d, b: int):
     """Example `b` of `a` (batch axis `d`), or `a` itself when it is not batched."""
     if d is None:
@@ -391,6 +414,7 @@ interp_p = Primitive(
     emit=_interp_emit,
     vjp_reads=READS_INPUTS,
     layout=Layout.C,
+    taylor=_interp_taylor,
 )
 
 PRIMITIVES = (correlate_p, interp_p)

@@ -14,6 +14,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive, rule_for
 from tracegrad.ir.types import Aval, aval_of, carries_derivative, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.batching import elementwise_batch
 from tracegrad.primitives.broadcasting import broadcast_shapes, broadcast_to, unbroadcast
 from tracegrad.primitives.elementwise import imag, negative, real
@@ -98,6 +99,7 @@ complex_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.C,
     torch_name="ComplexBackward0",
+    taylor=series.LINEAR,
 )
 
 PRIMITIVES = (complex_p,)

@@ -28,6 +28,7 @@ from tracegrad.ir.graph import Graph, with_consts
 from tracegrad.ir.primitive import READS_INPUTS, READS_NOTHING, Primitive, lazy_rule
 from tracegrad.ir.types import Aval
 from tracegrad.ir.types import avals_short as _short
+from tracegrad.primitives import series
 
 
 def _rules():
@@ -39,6 +40,17 @@ def _rules():
 
 def _rule(name: str):
     return lazy_rule(_rules, name)
+
+
+def _taylor_rules():
+    # The Taylor rules run the series pass on sub-graphs, as the jvp rules run transforms
+    from tracegrad.transforms import control_taylor
+
+    return control_taylor
+
+
+def _taylor(name: str):
+    return lazy_rule(_taylor_rules, name)
 
 
 def _same_avals(what: str, got, want) -> None:
@@ -144,6 +156,7 @@ scan_p = Primitive(
     shape=_scan_shape,
     jvp=_rule("scan_jvp"),
     vjp=_rule("scan_vjp"),
+    taylor=_taylor("scan_taylor"),
     batch=_rule("scan_batch"),
     emit=_scan_emit,
     multiple_results=True,
@@ -215,6 +228,7 @@ while_loop_p = Primitive(
     shape=_while_shape,
     jvp=_rule("while_jvp"),
     vjp=_rule("while_vjp"),
+    taylor=_taylor("while_taylor"),
     batch=_rule("while_batch"),
     emit=_while_emit,
     multiple_results=True,
@@ -261,6 +275,7 @@ cond_p = Primitive(
     shape=_cond_shape,
     jvp=_rule("cond_jvp"),
     vjp=_rule("cond_vjp"),
+    taylor=_taylor("cond_taylor"),
     batch=_rule("cond_batch"),
     emit=_cond_emit,
     multiple_results=True,
@@ -310,6 +325,7 @@ debug_print_p = Primitive(
     multiple_results=True,
     vjp_reads=READS_NOTHING,
     effect=True,
+    taylor=series.LINEAR,
 )
 
 HOST_PRIMITIVES = (pure_callback_p, debug_print_p)

@@ -20,6 +20,7 @@ from tracegrad.ir.graph import Graph
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_ALL, READS_INPUTS, READS_NOTHING, Primitive, lazy_rule
 from tracegrad.ir.types import avals_short as _short
+from tracegrad.primitives import series
 
 
 def _rules():
@@ -31,6 +32,17 @@ def _rules():
 
 def _rule(name: str):
     return lazy_rule(_rules, name)
+
+
+def _taylor_rules():
+    # The Taylor rules run the series pass on sub-graphs, as the jvp rules run transforms
+    from tracegrad.transforms import custom_taylor
+
+    return custom_taylor
+
+
+def _taylor(name: str):
+    return lazy_rule(_taylor_rules, name)
 
 
 def _operands(what: str, avals, graph) -> None:
@@ -62,6 +74,7 @@ custom_jvp_call_p = Primitive(
     shape=_custom_jvp_shape,
     jvp=_rule("custom_jvp_jvp"),
     vjp=_rule("custom_jvp_vjp"),
+    taylor=_taylor("custom_taylor"),
     batch=_rule("custom_jvp_batch"),
     multiple_results=True,
     vjp_reads=READS_INPUTS,
@@ -80,6 +93,7 @@ custom_vjp_call_p = Primitive(
     shape=_custom_vjp_shape,
     jvp=_rule("custom_vjp_jvp"),
     vjp=_rule("custom_vjp_vjp"),
+    taylor=_taylor("custom_taylor"),
     batch=_rule("custom_vjp_batch"),
     multiple_results=True,
     vjp_reads=READS_ALL,
@@ -111,6 +125,7 @@ checkpoint_p = Primitive(
     shape=_checkpoint_shape,
     jvp=_rule("checkpoint_jvp"),
     vjp=_rule("checkpoint_vjp"),
+    taylor=_taylor("checkpoint_taylor"),
     batch=_rule("checkpoint_batch"),
     emit=_checkpoint_emit,
     multiple_results=True,
@@ -151,6 +166,7 @@ checkpoint_name_p = Primitive(
     # no emit: generated code may hold only validated literals, and a name is a user's string
     vjp_reads=READS_NOTHING,
     layout=Layout.SAME,
+    taylor=series.LINEAR,
 )
 
 # the vjp step tells these rules which operands want a cotangent: one backward node (or one

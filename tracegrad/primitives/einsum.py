@@ -23,6 +23,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.primitive import READS_INPUTS, Primitive, per_input, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.broadcasting import broadcast_to
 from tracegrad.primitives.broadcasting import sum as reduce_sum
 from tracegrad.primitives.products import (
@@ -386,6 +387,7 @@ einsum_p = Primitive(
     emit=_einsum_emit,
     vjp_reads=READS_INPUTS,
     bilinear=True,
+    taylor=series.MULTILINEAR,
 )
 
 PRIMITIVES = (einsum_p,)

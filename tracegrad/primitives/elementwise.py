@@ -25,6 +25,7 @@ from tracegrad.ir.primitive import READS_ALL, READS_INDICES, READS_NOTHING, Prim
 from tracegrad.ir.primitive import READS_INPUTS as _IN
 from tracegrad.ir.primitive import READS_OUTPUT as _OUT
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.batching import elementwise_batch
 from tracegrad.primitives.broadcasting import (
     broadcast_shapes,
@@ -95,7 +96,9 @@ def unary(
 
     `deriv(x, out)` gives f'(x) (jvp: `x_dot * f'`, vjp: `bar * f'`); `linear(t)` instead
     applies a linear function to a tangent or cotangent directly (negative: `-t`, reading no
-    values). With neither, the primitive is not differentiable: its derivative is zero where
+    values). The Taylor rule follows from `linear`, or from a `deriv` that reads only `x`
+    (`series.elementwise`); a `deriv` reading `out` passes its recurrence as `taylor`. With
+    neither, the primitive is not differentiable: its derivative is zero where
     defined (floor, sign, ...), and no cotangent flows back. `facts` are the primitive's other
     fields (`vjp_reads` must say whether `deriv` reads `x`, `out` or both).
 
@@ -103,6 +106,11 @@ def unary(
     JAX's cotangent (the transpose under Re(sum(a * b)): no conjugation). A function that is
     not holomorphic (`absolute`) passes its own `jvp` and `vjp`.
     """
+    if facts.get("taylor") is None and jvp is None:
+        if linear is not None:
+            facts["taylor"] = series.LINEAR
+        elif deriv is not None and "output" not in facts.get("vjp_reads", READS_ALL):
+            facts["taylor"] = series.elementwise((deriv,))
     if jvp is None:
         jvp, vjp = _unary_rules(deriv, linear, facts)
     return Primitive(
@@ -124,44 +132,67 @@ def _u(name, deriv=None, **rules_and_facts):
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
+_T = series.unary
+
+
+def _exp_series(u, out):
+    return series.exp_terms(u, out)
+
 
 # fmt: off
 negative_p   = _u("negative", linear=lambda t: negative(t), operator="-",
                   torch_name="NegBackward0")
 positive_p   = _u("positive", linear=lambda t: t)
-exp_p        = _u("exp",      lambda x, out: out, vjp_reads=_OUT)
-exp2_p       = _u("exp2",     lambda x, out: out * _LN2, vjp_reads=_OUT)
-expm1_p      = _u("expm1",    lambda x, out: out + 1.0, vjp_reads=_OUT)
-log_p        = _u("log",      lambda x, out: reciprocal(x), vjp_reads=_IN)
+exp_p        = _u("exp",      lambda x, out: out, vjp_reads=_OUT, taylor=_T(_exp_series))
+exp2_p       = _u("exp2",     lambda x, out: out * _LN2, vjp_reads=_OUT,
+                  taylor=_T(lambda u, out: series.exp_terms(u, out, _LN2)))
+expm1_p      = _u("expm1",    lambda x, out: out + 1.0, vjp_reads=_OUT,
+                  taylor=_T(lambda u, out: series.exp_terms(u, out + 1.0)))
+log_p        = _u("log",      lambda x, out: reciprocal(x), vjp_reads=_IN,
+                  taylor=_T(lambda u, out: series.log_terms(u)))
 log1p_p      = _u("log1p",    lambda x, out: reciprocal(x + 1.0), vjp_reads=_IN,
-                  torch_name="Log1PBackward0")
-log2_p       = _u("log2",     lambda x, out: reciprocal(x * _LN2), vjp_reads=_IN)
-log10_p      = _u("log10",    lambda x, out: reciprocal(x * _LN10), vjp_reads=_IN)
-sin_p        = _u("sin",      lambda x, out: cos(x), vjp_reads=_IN)
-cos_p        = _u("cos",      lambda x, out: negative(sin(x)), vjp_reads=_IN)
-tan_p        = _u("tan",      lambda x, out: out * out + 1.0, vjp_reads=_OUT)
+                  torch_name="Log1PBackward0",
+                  taylor=_T(lambda u, out: series.log_terms([u[0] + 1.0, *u[1:]])))
+log2_p       = _u("log2",     lambda x, out: reciprocal(x * _LN2), vjp_reads=_IN,
+                  taylor=_T(lambda u, out: series.log_terms(u, 1.0 / _LN2)))
+log10_p      = _u("log10",    lambda x, out: reciprocal(x * _LN10), vjp_reads=_IN,
+                  taylor=_T(lambda u, out: series.log_terms(u, 1.0 / _LN10)))
+sin_p        = _u("sin",      lambda x, out: cos(x), vjp_reads=_IN,
+                  taylor=_T(lambda u, out: series.sincos_terms(u, out, cos(u[0]))[0]))
+cos_p        = _u("cos",      lambda x, out: negative(sin(x)), vjp_reads=_IN,
+                  taylor=_T(lambda u, out: series.sincos_terms(u, sin(u[0]), out)[1]))
+tan_p        = _u("tan",      lambda x, out: out * out + 1.0, vjp_reads=_OUT,
+                  taylor=_T(lambda u, out: series.tan_terms(u, out)))
 arcsin_p     = _u("arcsin",   lambda x, out: reciprocal(sqrt(1.0 - x * x)), vjp_reads=_IN,
                   torch_name="AsinBackward0")
 arccos_p     = _u("arccos",   lambda x, out: negative(reciprocal(sqrt(1.0 - x * x))),
                   vjp_reads=_IN, torch_name="AcosBackward0")
 arctan_p     = _u("arctan",   lambda x, out: reciprocal(x * x + 1.0), vjp_reads=_IN,
                   torch_name="AtanBackward0")
-sinh_p       = _u("sinh",     lambda x, out: cosh(x), vjp_reads=_IN)
-cosh_p       = _u("cosh",     lambda x, out: sinh(x), vjp_reads=_IN)
-tanh_p       = _u("tanh",     lambda x, out: 1.0 - out * out, vjp_reads=_OUT)
+sinh_p       = _u("sinh",     lambda x, out: cosh(x), vjp_reads=_IN,
+                  taylor=_T(lambda u, out: series.sincos_terms(u, out, cosh(u[0]), True)[0]))
+cosh_p       = _u("cosh",     lambda x, out: sinh(x), vjp_reads=_IN,
+                  taylor=_T(lambda u, out: series.sincos_terms(u, sinh(u[0]), out, True)[1]))
+tanh_p       = _u("tanh",     lambda x, out: 1.0 - out * out, vjp_reads=_OUT,
+                  taylor=_T(lambda u, out: series.tan_terms(u, out, -1.0)))
 arcsinh_p    = _u("arcsinh",  lambda x, out: reciprocal(sqrt(x * x + 1.0)), vjp_reads=_IN,
                   torch_name="AsinhBackward0")
 arccosh_p    = _u("arccosh",  lambda x, out: reciprocal(sqrt(x * x - 1.0)), vjp_reads=_IN,
                   torch_name="AcoshBackward0")
 arctanh_p    = _u("arctanh",  lambda x, out: reciprocal(1.0 - x * x), vjp_reads=_IN,
                   torch_name="AtanhBackward0")
-sqrt_p       = _u("sqrt",     lambda x, out: 0.5 / out, vjp_reads=_OUT)
-cbrt_p       = _u("cbrt",     lambda x, out: reciprocal(out * out * 3.0), vjp_reads=_OUT)
-square_p     = _u("square",   lambda x, out: x * 2.0, vjp_reads=_IN, torch_name="PowBackward0")
-reciprocal_p = _u("reciprocal", lambda x, out: negative(out * out), vjp_reads=_OUT)
+sqrt_p       = _u("sqrt",     lambda x, out: 0.5 / out, vjp_reads=_OUT,
+                  taylor=_T(lambda u, out: series.sqrt_terms(u, out)))
+cbrt_p       = _u("cbrt",     lambda x, out: reciprocal(out * out * 3.0), vjp_reads=_OUT,
+                  taylor=_T(lambda u, out: series.power_terms(u, 1.0 / 3.0, out)))
+square_p     = _u("square",   lambda x, out: x * 2.0, vjp_reads=_IN, torch_name="PowBackward0",
+                  taylor=_T(lambda u, out: series.integer_power_terms(u, 2, out)))
+reciprocal_p = _u("reciprocal", lambda x, out: negative(out * out), vjp_reads=_OUT,
+                  taylor=_T(lambda u, out: series.quotient_terms([1.0] + [None] * (len(u) - 1),
+                                                                 u, out)))
 absolute_p   = _u("absolute", jvp=lambda p, t, *, out: _abs_jvp(p, t, out=out),
                   vjp=lambda bar, x, *, out: _abs_vjp(bar, x, out=out), vjp_reads=_IN,
-                  torch_name="AbsBackward0")
+                  torch_name="AbsBackward0", taylor=lambda p, s, *, out: _abs_taylor(p, s, out))
 fabs_p       = _u("fabs",     lambda x, out: sign(x), vjp_reads=_IN)
 deg2rad_p    = _u("deg2rad",  linear=lambda t: t * (math.pi / 180.0))
 rad2deg_p    = _u("rad2deg",  linear=lambda t: t * (180.0 / math.pi))
@@ -237,6 +268,18 @@ def _abs_jvp(primals, tangents, *, out):
         return None
     d = t * _abs_direction(primals[0], out)
     return real(d) if dtype_of(d).kind == "c" else d
+
+
+def _abs_taylor(primals, series_in, out):
+    # |x| is piecewise linear on the reals (sign(x) x_k); on complex values it is not
+    # holomorphic, and its series is not a linear image of x's
+    if dtype_of(primals[0]).kind == "c":
+        raise NotImplementedError(
+            "jet: absolute of a complex value has no Taylor rule (|z| is not holomorphic); "
+            "take abs of the real and imaginary parts' series yourself, or differentiate with "
+            "tg.jvp / tg.grad"
+        )
+    return series.linear(_abs_jvp)(primals, series_in, out=out)
 
 
 def _abs_vjp(bar, x, *, out):
@@ -335,9 +378,12 @@ def binary(name: str, ufunc: np.ufunc, dx=None, dy=None, *, jvp=None, vjp=None, 
     """A primitive for a binary ufunc with broadcasting.
 
     `dx(x, y, out)` and `dy(x, y, out)` are the partial derivatives (None for a structural
-    zero); the jvp and the per-operand vjp rules follow from them. A primitive with a cheaper
+    zero); the jvp and the per-operand vjp rules follow from them, and the Taylor rule too
+    when they read only the operands. A primitive with a cheaper
     direct form passes `jvp` and `vjp`; one with neither is not differentiable.
     """
+    if dx is not None and facts.get("taylor") is None and facts.get("vjp_reads") == _IN:
+        facts["taylor"] = series.elementwise((dx, dy), _broadcast_like)
     if dx is not None:
         jvp = jvp or _partials_jvp((dx, dy))
         vjp = vjp or (_partial_vjp(0, dx), _partial_vjp(1, dy))
@@ -443,6 +489,50 @@ def _max_dy(x, y, out):
     return _tie_weight(y, x, out)
 
 
+def _div_taylor(primals, series_in, out):
+    # q = a / b: b q = a, so q_k = (a_k - sum_{j>=1} b_j q_{k-j}) / b_0
+    k = series.order_of(series_in)
+    a, b = (series.full(v, t, k) for v, t in zip(primals, series_in))
+    terms = series.quotient_terms(a, b, out)
+    return [series.shaped(t, out, _broadcast_like) for t in terms]
+
+
+def _pow_taylor(primals, series_in, out):
+    """x ** y: a constant integer exponent by repeated squaring (exact at x = 0 and for
+    negative x, as JAX's integer_pow); otherwise exp(y log x), as JAX's pow."""
+    x, y = primals
+    k = series.order_of(series_in)
+    if series_in[1] is None and _small_int(y):
+        n = int(y)
+        u = series.full(x, series_in[0], k)
+        if n < 0:
+            u = [reciprocal(x), *series.quotient_terms([1.0] + [None] * k, u, reciprocal(x))]
+        terms = series.integer_power_terms(u, abs(n), out)
+    else:
+        logs = series.of_function(lambda a, b: b * log(a), (x, y), series_in)
+        terms = series.exp_terms([None, *logs], out)
+    return [series.shaped(t, out, _broadcast_like) for t in terms]
+
+
+def _small_int(y) -> bool:
+    """y is a known integer-valued scalar (a Python number or a 0-d array, not a tracer
+    without a value) small enough to square by."""
+    try:
+        v = np.asarray(y)
+    except Exception:  # noqa: BLE001 - a tracer of an abstract trace: no value to test
+        return False
+    return v.shape == () and v.dtype.kind in "iuf" and float(v) == int(v) and abs(int(v)) <= 64
+
+
+def _logaddexp_taylor(primals, series_in, out, exp_fn, log_fn):
+    # log(e^x + e^y) = m + log(e^(x-m) + e^(y-m)) with m the larger primal, held constant
+    m = bind(maximum_p, *primals)
+    terms = series.of_function(
+        lambda x, y: log_fn(exp_fn(x - m) + exp_fn(y - m)), primals, series_in
+    )
+    return [series.shaped(t, out, _broadcast_like) for t in terms]
+
+
 def _pow_torch_name(x: Aval, y: Aval) -> str:
     # PyTorch's pow.Tensor_Scalar (a Python-number exponent) and pow.Tensor_Tensor
     return "PowBackward0" if y.weak_type else "PowBackward1"
@@ -451,39 +541,53 @@ def _pow_torch_name(x: Aval, y: Aval) -> str:
 # fmt: off
 add_p          = binary("add", np.add, jvp=_add_jvp, vjp=(_summed_back(0), _summed_back(1)),
                         vjp_reads=READS_NOTHING, commutative=True, operator="+",
-                        torch_name="AddBackward0")
+                        torch_name="AddBackward0", taylor=series.LINEAR)
 subtract_p     = binary("subtract", np.subtract, jvp=_sub_jvp,
                         vjp=(_summed_back(0), _summed_back(1, lambda b: negative(b))),
-                        vjp_reads=READS_NOTHING, operator="-", torch_name="SubBackward0")
+                        vjp_reads=READS_NOTHING, operator="-", torch_name="SubBackward0",
+                        taylor=series.LINEAR)
 multiply_p     = binary("multiply", np.multiply, lambda x, y, out: y, lambda x, y, out: x,
                         vjp_reads=_IN, bilinear=True, commutative=True, operator="*",
-                        torch_name="MulBackward0")
+                        torch_name="MulBackward0", taylor=series.MULTILINEAR)
 divide_p       = binary("divide", np.divide, jvp=_div_jvp, vjp=(_div_x_bar, _div_y_bar),
-                        vjp_reads=READS_ALL, operator="/", torch_name="DivBackward0")
+                        vjp_reads=READS_ALL, operator="/", torch_name="DivBackward0",
+                        taylor=lambda p, s, *, out: _div_taylor(p, s, out))
 power_p        = binary("power", np.power, _pow_dx, _pow_dy, vjp_reads=READS_ALL,
-                        torch_name=_pow_torch_name, torch_scalar_inputs=(1,))
-float_power_p  = binary("float_power", np.float_power, _pow_dx, _pow_dy, vjp_reads=READS_ALL)
-maximum_p      = binary("maximum", np.maximum, _max_dx, _max_dy, vjp_reads=READS_ALL)
-minimum_p      = binary("minimum", np.minimum, _max_dx, _max_dy, vjp_reads=READS_ALL)
-fmax_p         = binary("fmax", np.fmax, _max_dx, _max_dy, vjp_reads=READS_ALL)
-fmin_p         = binary("fmin", np.fmin, _max_dx, _max_dy, vjp_reads=READS_ALL)
+                        torch_name=_pow_torch_name, torch_scalar_inputs=(1,),
+                        taylor=lambda p, s, *, out: _pow_taylor(p, s, out))
+float_power_p  = binary("float_power", np.float_power, _pow_dx, _pow_dy, vjp_reads=READS_ALL,
+                        taylor=lambda p, s, *, out: _pow_taylor(p, s, out))
+maximum_p      = binary("maximum", np.maximum, _max_dx, _max_dy, vjp_reads=READS_ALL,
+                        taylor=series.LINEAR)
+minimum_p      = binary("minimum", np.minimum, _max_dx, _max_dy, vjp_reads=READS_ALL,
+                        taylor=series.LINEAR)
+fmax_p         = binary("fmax", np.fmax, _max_dx, _max_dy, vjp_reads=READS_ALL,
+                        taylor=series.LINEAR)
+fmin_p         = binary("fmin", np.fmin, _max_dx, _max_dy, vjp_reads=READS_ALL,
+                        taylor=series.LINEAR)
 arctan2_p      = binary("arctan2", np.arctan2,  # arctan2(y, x): the operands are y and x
                         lambda y, x, out: x / (x * x + y * y),
                         lambda y, x, out: negative(y) / (x * x + y * y),
                         vjp_reads=_IN, torch_name="Atan2Backward0")
 hypot_p        = binary("hypot", np.hypot, lambda x, y, out: x / out, lambda x, y, out: y / out,
-                        vjp_reads=READS_ALL)
+                        vjp_reads=READS_ALL,
+                        taylor=series.composite(lambda x, y: sqrt(x * x + y * y)))
 logaddexp_p    = binary("logaddexp", np.logaddexp, lambda x, y, out: exp(x - out),
-                        lambda x, y, out: exp(y - out), vjp_reads=READS_ALL)
+                        lambda x, y, out: exp(y - out), vjp_reads=READS_ALL,
+                        taylor=lambda p, s, *, out: _logaddexp_taylor(p, s, out, exp, log))
 logaddexp2_p   = binary("logaddexp2", np.logaddexp2, lambda x, y, out: bind(exp2_p, x - out),
-                        lambda x, y, out: bind(exp2_p, y - out), vjp_reads=READS_ALL)
+                        lambda x, y, out: bind(exp2_p, y - out), vjp_reads=READS_ALL,
+                        taylor=lambda p, s, *, out: _logaddexp_taylor(
+                            p, s, out, lambda v: bind(exp2_p, v), lambda v: bind(log2_p, v)))
 # np.remainder(x, y) = x - floor(x / y) * y; np.fmod(x, y) = x - trunc(x / y) * y
 remainder_p    = binary("remainder", np.remainder, lambda x, y, out: 1.0,
-                        lambda x, y, out: negative(bind(floor_p, x / y)), vjp_reads=_IN)
+                        lambda x, y, out: negative(bind(floor_p, x / y)), vjp_reads=_IN,
+                        taylor=series.LINEAR)
 fmod_p         = binary("fmod", np.fmod, lambda x, y, out: 1.0,
-                        lambda x, y, out: negative(bind(trunc_p, x / y)), vjp_reads=_IN)
+                        lambda x, y, out: negative(bind(trunc_p, x / y)), vjp_reads=_IN,
+                        taylor=series.LINEAR)
 copysign_p     = binary("copysign", np.copysign, lambda x, y, out: sign(x) * sign(out),
-                        lambda x, y, out: None, vjp_reads=READS_ALL)
+                        lambda x, y, out: None, vjp_reads=READS_ALL, taylor=series.LINEAR)
 # not differentiable
 floor_divide_p = binary("floor_divide", np.floor_divide)
 equal_p        = binary("equal", np.equal, commutative=True)
@@ -508,7 +612,7 @@ heaviside_p    = binary("heaviside", np.heaviside)
 # ldexp(x, n) = x * 2**n: linear in x, no derivative in the integer n
 ldexp_p        = binary("ldexp", np.ldexp,
                         lambda x, n, out: astype(bind(ldexp_p, 1.0, n), dtype_of(out)),
-                        lambda x, n, out: None, vjp_reads=_IN)
+                        lambda x, n, out: None, vjp_reads=_IN, taylor=series.LINEAR)
 # fmt: on
 
 BINARY = (
@@ -607,6 +711,7 @@ where_p = Primitive(
     batch=_BATCH,
     emit=lambda c, x, y: f"np.where({c}, {x}, {y})",
     vjp_reads=READS_INDICES,
+    taylor=series.LINEAR,
     layout=Layout.ELEMENTWISE,
 )
 
@@ -662,6 +767,7 @@ clip_p = Primitive(
     batch=_BATCH,
     emit=lambda x, lo, hi: f"np.clip({x}, {lo}, {hi})",
     vjp_reads=READS_ALL,
+    taylor=series.LINEAR,
     layout=Layout.ELEMENTWISE,
     torch_name="ClampBackward1",
 )
@@ -710,6 +816,7 @@ astype_p = Primitive(
     # differs from the iterator's: C order only from C order
     layout=Layout.KEEPS_C,
     torch_name="ToCopyBackward0",
+    taylor=series.LINEAR,
 )
 
 # -- sinc -------------------------------------------------------------------------------------
@@ -809,6 +916,7 @@ sinc_p = Primitive(
     batch=_BATCH,
     emit=lambda x: f"np.sinc({x})",
     vjp_reads=_IN,
+    taylor=series.elementwise((lambda x, out: sinc_derivative(x, 1),)),
     layout=Layout.ELEMENTWISE,
 )
 sinc_derivative_p = Primitive(
@@ -820,6 +928,9 @@ sinc_derivative_p = Primitive(
     batch=_BATCH,
     emit=lambda x, *, order: _sinc_derivative_text(x, order),
     vjp_reads=_IN,
+    taylor=lambda p, s, *, out, order: series.elementwise(
+        (lambda x, out: sinc_derivative(x, order + 1),)
+    )(p, s, out=out),
     layout=Layout.ELEMENTWISE,
 )
 
@@ -873,6 +984,7 @@ real_p = Primitive(
     batch=_BATCH,
     emit=lambda x: f"np.real({x})",
     vjp_reads=READS_NOTHING,
+    taylor=series.LINEAR,
     layout=Layout.VIEW,  # the input itself when it is real, a strided view when complex
 )
 imag_p = Primitive(
@@ -884,6 +996,7 @@ imag_p = Primitive(
     batch=_BATCH,
     emit=lambda x: f"np.imag({x})",
     vjp_reads=READS_NOTHING,
+    taylor=series.LINEAR,
 )
 conjugate_p = _u("conjugate", linear=lambda t: conjugate(t), torch_name="ConjBackward0")
 

@@ -29,6 +29,7 @@ from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives import series
 from tracegrad.primitives.axes import at
 from tracegrad.primitives.shape import pad
 from tracegrad.primitives.slicing import slice_static
@@ -168,6 +169,7 @@ fft_p = Primitive(
     ),
     vjp_reads=READS_NOTHING,
     layout=Layout.KEEPS_C,
+    taylor=series.LINEAR,
 )
 
 # -- rfft: real to the half-spectrum ----------------------------------------------------------
@@ -220,6 +222,7 @@ rfft_p = Primitive(
     emit=lambda x, *, axes, s, norm: _np_text("rfft", x, axes, s, norm),
     vjp_reads=READS_NOTHING,
     layout=Layout.KEEPS_C,
+    taylor=series.LINEAR,
 )
 
 # -- irfft: the half-spectrum to real ---------------------------------------------------------
@@ -268,6 +271,7 @@ irfft_p = Primitive(
     emit=lambda x, *, axes, s, norm: _np_text("irfft", x, axes, s, norm),
     vjp_reads=READS_NOTHING,
     layout=Layout.KEEPS_C,
+    taylor=series.LINEAR,
 )
 
 PRIMITIVES = (fft_p, rfft_p, irfft_p)

@@ -15,6 +15,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_INDICES, Primitive
 from tracegrad.ir.types import Aval, is_float, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.batching import batch_size
 from tracegrad.primitives.broadcasting import broadcast_to
 from tracegrad.primitives.slicing import canonical_slice, py_slice
@@ -352,6 +353,7 @@ gather_p = Primitive(
     emit=lambda x, *arrays, index: f"{x}[{_emit_index(index, arrays, True)}]",
     vjp_reads=READS_INDICES,
     torch_name="IndexBackward0",
+    taylor=series.LINEAR,
 )
 
 # -- scatter_add ------------------------------------------------------------------------------
@@ -446,6 +448,7 @@ scatter_add_p = Primitive(
     emit=_scatter_add_emit,
     vjp_reads=READS_INDICES,
     layout=Layout.C,
+    taylor=series.LINEAR,
 )
 
 PRIMITIVES = (gather_p, scatter_add_p)

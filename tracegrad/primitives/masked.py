@@ -20,7 +20,7 @@ from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_ALL, READS_INDICES, READS_INPUTS, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, is_float, shape_of
 from tracegrad.primitives import elementwise as ew
-from tracegrad.primitives import reduction
+from tracegrad.primitives import reduction, series
 from tracegrad.primitives.axes import check_axes, reduced_shape, shift_axes
 from tracegrad.primitives.batching import batch_size, materialize
 from tracegrad.primitives.broadcasting import broadcast_to, keep_axes, kept_cotangent
@@ -183,6 +183,7 @@ sum_where_p = _masked(
     _sum_where_jvp,
     _sum_where_vjp,
     READS_INDICES,
+    taylor=series.LINEAR,
 )
 
 
@@ -230,6 +231,18 @@ def _prod_where_vjp(g, x, where, initial, *, out, axis, keepdims, dtype):
     return x_bar, None, i_bar
 
 
+def _prod_where_taylor(primals, series_in, *, out, axis, keepdims, dtype):
+    # initial * prod(where(mask, x, 1)): a Taylor pass over that, through prod's rule
+    if not is_float(dtype):
+        return None
+
+    def masked_product(x, where, initial):
+        kept = _ones_outside(x, where, dtype)
+        return _cast(initial, dtype) * reduction.prod(kept, axis, keepdims)
+
+    return series.of_function(masked_product, primals, series_in)
+
+
 prod_where_p = _masked(
     "prod_where",
     np.prod,
@@ -237,6 +250,7 @@ prod_where_p = _masked(
     _prod_where_jvp,
     _prod_where_vjp,
     READS_INPUTS,
+    taylor=_prod_where_taylor,
 )
 
 # -- max_where, min_where ---------------------------------------------------------------------
@@ -313,10 +327,22 @@ _max_jvp, _max_vjp = _chooser_rules(max_where, -np.inf)
 _min_jvp, _min_vjp = _chooser_rules(min_where, np.inf)
 
 max_where_p = _masked(
-    "max_where", np.max, _chooser_shape("max_where"), _max_jvp, _max_vjp, READS_ALL
+    "max_where",
+    np.max,
+    _chooser_shape("max_where"),
+    _max_jvp,
+    _max_vjp,
+    READS_ALL,
+    taylor=series.LINEAR,
 )
 min_where_p = _masked(
-    "min_where", np.min, _chooser_shape("min_where"), _min_jvp, _min_vjp, READS_ALL
+    "min_where",
+    np.min,
+    _chooser_shape("min_where"),
+    _min_jvp,
+    _min_vjp,
+    READS_ALL,
+    taylor=series.LINEAR,
 )
 
 PRIMITIVES = (sum_where_p, prod_where_p, max_where_p, min_where_p)

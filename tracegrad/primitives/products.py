@@ -23,6 +23,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_INPUTS, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.broadcasting import result_dtype, unbroadcast
 from tracegrad.primitives.elementwise import astype, conjugate, multiply_p, real
 from tracegrad.primitives.shape import ascontiguousarray
@@ -329,6 +330,7 @@ matmul_p = Primitive(
     # axes (C order from C-order inputs, as the core axes always are)
     layout=Layout.KEEPS_C,
     torch_name=_matmul_torch_name,
+    taylor=series.MULTILINEAR,
 )
 
 # -- tensordot --------------------------------------------------------------------------------
@@ -522,6 +524,7 @@ tensordot_p = Primitive(
     vjp_reads=READS_INPUTS,
     bilinear=True,
     layout=Layout.C,
+    taylor=series.MULTILINEAR,
 )
 
 # -- dot --------------------------------------------------------------------------------------
@@ -621,6 +624,7 @@ dot_p = Primitive(
     vjp_reads=READS_INPUTS,
     bilinear=True,
     layout=Layout.C,
+    taylor=series.MULTILINEAR,
 )
 
 
@@ -786,6 +790,7 @@ def _gufunc(ufunc: np.ufunc, core, core_out, bars):
         vjp_reads=READS_INPUTS,
         bilinear=True,
         layout=Layout.KEEPS_C,  # as matmul: loop axes in the inputs' order, C from C
+        taylor=series.MULTILINEAR,
     )
 
 

@@ -21,7 +21,7 @@ from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_ALL, READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
-from tracegrad.primitives import views
+from tracegrad.primitives import series, views
 from tracegrad.primitives.axes import (
     as_axes,
     check_axes,
@@ -111,6 +111,57 @@ def _prod_vjp(x_bar, x, *, out, axis, keepdims):
     return (keep_axes(x_bar, shape_of(x), axis, keepdims) * _others_product(x, axis),)
 
 
+# prod's Taylor rule multiplies series, never divides: the reduced axes flattened into one
+# last axis, a tree of pairwise series products halves it (an odd length padded with the
+# series of 1), log2(n) rounds of O(K^2) elementwise products, exact with zeros in x.
+
+
+def _series_map(fn, u):
+    """`fn` applied to each term of a full series (None stays None)."""
+    return [None if t is None else fn(t) for t in u]
+
+
+def _to_last_axis(x, axis):
+    """`x` with its kept axes first and the axes in `axis` flattened into one last axis."""
+    shape = shape_of(x)
+    kept = [i for i in range(len(shape)) if i not in axis]
+    perm = tuple(kept + list(axis))
+    moved = x if perm == tuple(range(len(shape))) else transpose(x, perm)
+    return reshape(moved, tuple(shape[i] for i in kept) + (math.prod(shape[a] for a in axis),))
+
+
+def _halves(u, n: int):
+    """Each term of a full series split into its first and second half along the last axis."""
+    shape = shape_of(u[0])
+    cut, lead = n // 2, (0,) * (len(shape) - 1)
+    first = _series_map(lambda t: slice_static(t, lead + (0,), shape[:-1] + (cut,)), u)
+    second = _series_map(lambda t: slice_static(t, lead + (cut,), shape), u)
+    return first, second
+
+
+def _prod_taylor(primals, series_in, *, out, axis, keepdims):
+    (x,), (s,) = primals, series_in
+    if s is None or not carries_derivative(x):
+        return None
+    if not axis:
+        return s
+    u = _series_map(lambda t: _to_last_axis(t, axis), series.full(x, s, len(s)))
+    n = shape_of(u[0])[-1]
+    if n == 0:  # an empty product is the constant 1
+        return None
+    while n > 1:
+        if n % 2:  # pad with the series of 1: 1, then zeros
+            last = [(0, 0)] * (len(shape_of(u[0])) - 1) + [(0, 1)]
+            u = [
+                pad(t, last, 1.0 if i == 0 else 0.0) if t is not None else None
+                for i, t in enumerate(u)
+            ]
+            n += 1
+        u = series.product_series(*_halves(u, n))
+        n //= 2
+    return _series_map(lambda t: reshape(t, shape_of(out)), u[1:])
+
+
 prod_p, prod = reducer(
     "prod",
     np.prod,
@@ -119,6 +170,7 @@ prod_p, prod = reducer(
     jvp=_prod_jvp,
     vjp=_prod_vjp,
     vjp_reads=READS_ALL,
+    taylor=_prod_taylor,
 )
 
 # -- max, min ---------------------------------------------------------------------------------
@@ -186,6 +238,7 @@ max_p, max = reducer(  # noqa: A001 - NumPy's name
     vjp=_chooser_vjp,
     vjp_reads=READS_ALL,
     torch_name="MaxBackward1",
+    taylor=series.LINEAR,
 )
 min_p, min = reducer(  # noqa: A001 - NumPy's name
     "min",
@@ -196,6 +249,7 @@ min_p, min = reducer(  # noqa: A001 - NumPy's name
     vjp=_chooser_vjp,
     vjp_reads=READS_ALL,
     torch_name="MinBackward1",
+    taylor=series.LINEAR,
 )
 
 # -- nanmax, nanmin ---------------------------------------------------------------------------
@@ -222,6 +276,7 @@ def _nan_chooser(name: str, ufunc: np.ufunc):
         jvp=_nan_chooser_jvp,
         vjp=_nan_chooser_vjp,
         vjp_reads=READS_ALL,
+        taylor=series.LINEAR,
         emit=lambda x, *, axis, keepdims: (
             f"np.{ufunc.__name__}.reduce({x}, axis={axis!r}, keepdims={keepdims!r})"
         ),
@@ -374,6 +429,7 @@ cumsum_p = Primitive(
     batch=_cumulative_batch(cumsum),
     emit=_cumulative_emit("cumsum", 0),
     vjp_reads=READS_NOTHING,
+    taylor=series.LINEAR,
 )
 
 
@@ -452,6 +508,29 @@ def _cumprod_vjp(x_bar, x, *, out, axis, reverse, exclusive):
     return (views.flip(bar, axis) if reverse else bar,)
 
 
+def _cumprod_taylor(primals, series_in, *, out, axis, reverse, exclusive):
+    # the jvp's doubling scan over full series: (a, b) -> a b, a product of series per step
+    (x,), (s,) = primals, series_in
+    if s is None or not carries_derivative(x):
+        return None
+    (a,) = axis
+    u = series.full(x, s, len(s))
+    if reverse:
+        u = _series_map(lambda t: views.flip(t, axis), u)
+    if exclusive:  # the series of the identity, 1, moves in at the front
+        u = [
+            None if t is None else _shift(t, 1, a, 1.0 if i == 0 else 0.0) for i, t in enumerate(u)
+        ]
+    d = 1
+    while d < shape_of(x)[a]:
+        before = [
+            None if t is None else _shift(t, d, a, 1.0 if i == 0 else 0.0) for i, t in enumerate(u)
+        ]
+        u = series.product_series(before, u)
+        d *= 2
+    return _series_map(lambda t: views.flip(t, axis), u[1:]) if reverse else u[1:]
+
+
 cumprod_p = Primitive(
     "cumprod",
     impl=_cumulative_impl(np.cumprod, 1),
@@ -461,6 +540,7 @@ cumprod_p = Primitive(
     batch=_cumulative_batch(cumprod),
     emit=_cumulative_emit("cumprod", 1),
     vjp_reads=READS_ALL,
+    taylor=_cumprod_taylor,
 )
 
 PRIMITIVES = (

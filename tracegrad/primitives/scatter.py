@@ -28,6 +28,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_ALL, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.batching import batch_size, materialize
 from tracegrad.primitives.broadcasting import broadcast_to
 from tracegrad.primitives.elementwise import astype, equal
@@ -171,6 +172,37 @@ def _vjp(mode, bar, x, updates, *arrays, out, index, unique):
     return (x_bar, u_bar) + (None,) * len(arrays)
 
 
+def _multiply_at_taylor(primals, series_in, *, out, index, unique):
+    # with no repeats, x.at[i].multiply(v) = x * F(v), F(v) = ones with v written at i,
+    # affine in v: the series of a product, y_k = sum_{i+j=k} x_i F_j (F_j = v_j at i, 0
+    # elsewhere for j >= 1)
+    x, updates, arrays = primals[0], primals[1], primals[2:]
+    sx, su = series_in[0], series_in[1]
+    if sx is None and su is None:
+        return None
+    _refuse_repeats("multiply", unique)
+    k, dtype = series.order_of(series_in), out.dtype
+    factors = [
+        scatter(
+            np.ones(shape_of(x), dtype),
+            updates,
+            *arrays,
+            index=index,
+            mode="multiply",
+            unique=unique,
+        )
+    ]
+    for t in su if su is not None else [None] * k:
+        written = (
+            None
+            if t is None
+            else scatter(_zeros(shape_of(x), dtype), t, *arrays, index=index, mode="set")
+        )
+        factors.append(written)
+    xs = series.full(x, sx, k)
+    return [series.convolve(xs, factors, i) for i in range(1, k + 1)]
+
+
 def _batch(mode, args, dims, *, index, unique):
     """Each example writes into its own copy: x's batch axis is selected whole (or indexed by
     an `arange(B)` array when the index arrays are batched), and the updates' batch axis goes
@@ -216,6 +248,7 @@ def _primitive(name: str, mode: str) -> Primitive:
         emit=functools.partial(_emit, mode),
         vjp_reads=READS_ALL,
         layout=Layout.C,
+        taylor=_multiply_at_taylor if mode == "multiply" else series.LINEAR,
     )
 
 

@@ -8,6 +8,10 @@ expm_frechet, whose own derivative is expm_frechet of the 2n x 2n block matrix
 [[A, E], [0, A]]; sqrtm's is a Sylvester equation with the square root; logm's is logm of the
 block matrix; the solvers' are solves with the same coefficients (banded: the transposed band
 storage, built with tracegrad's slices). Derivatives are for real dtypes; complex values work.
+
+Over 600 lines: the matrix functions and the solvers differentiate through each other (sqrtm's
+derivative is a Sylvester solve; every rule shares the stacking, block-matrix and Toeplitz
+helpers), so splitting them would only trade this file for a cycle of imports.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.primitive import READS_ALL, READS_INPUTS, READS_OUTPUT, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.broadcasting import broadcast_to
 from tracegrad.primitives.einsum import einsum
 from tracegrad.primitives.linalg._common import fit, matmul, mT, mul
@@ -30,6 +35,7 @@ from tracegrad.primitives.scipy_linalg._common import (
     _emit,
     _neg,
     _real_only,
+    _real_series,
     _sl,
     _uncolumn,
 )
@@ -101,6 +107,41 @@ def _quarter(m, row: int, col: int):
     return slice_static(m, starts, (*shape[:-2], row * n + n, col * n + n))
 
 
+# -- Taylor series: a matrix function of the block Toeplitz matrix of the input's series -------
+# T = [[A_0, A_1, ..., A_K], [0, A_0, ..., A_{K-1}], ..., [0, ..., A_0]] is A(t) = sum A_k t^k
+# in the algebra of matrices over R[t] / t^(K+1), so f(T) is the same Toeplitz matrix of the
+# series of f(A(t)): its first block row holds the Taylor coefficients (f analytic at A's
+# spectrum, which is T's), one call of f on a (K + 1) n matrix.
+
+
+def _toeplitz(u):
+    """The block upper-triangular Toeplitz matrix of a full series (None for zero terms)."""
+    shape = shape_of(u[0])
+    axis, zeros = len(shape) - 1, np.zeros(shape, dtype_of(u[0]))
+    u = [zeros if t is None else cast_like(t, u[0]) for t in u]
+    rows = [concatenate([zeros] * r + u[: len(u) - r], axis) for r in range(len(u))]
+    return concatenate(rows, axis - 1)
+
+
+def _first_row(m, n: int, k: int) -> list:
+    """Blocks 1..k (n x n each) of the first block row of each matrix of a stack."""
+    shape = shape_of(m)
+    lead = (0,) * (len(shape) - 2)
+    return [
+        slice_static(m, (*lead, 0, j * n), (*shape[:-2], n, j * n + n)) for j in range(1, k + 1)
+    ]
+
+
+def _matfun_taylor(name: str, fn):
+    def rule(primals, series_in, *, out):
+        ((a,), (s,)) = primals, series_in
+        _real_series(name, series_in)
+        big = fn(_toeplitz([_tangent(a, out), *s]))  # in the result's precision
+        return [_tangent(t, out) for t in _first_row(big, shape_of(a)[-1], len(s))]
+
+    return rule
+
+
 # -- expm ---------------------------------------------------------------------------------------
 
 
@@ -139,6 +180,7 @@ expm_p = Primitive(
     batch=rule_for(_stacked),
     emit=lambda a: _emit("expm", (a,)),
     vjp_reads=READS_INPUTS,
+    taylor=_matfun_taylor("expm", expm),
 )
 
 # -- expm_frechet: (expm(A), L(A, E)) -----------------------------------------------------------
@@ -193,6 +235,24 @@ def _expm_frechet_vjp(bar, a, e, *, out, check_finite):
     return a_bar, e_bar
 
 
+def _expm_frechet_taylor(primals, series_in, *, out, check_finite):
+    # both outputs are blocks of expm([[A, E], [0, A]]): the series of that 2n x 2n expm
+    (a, e), (sa, se) = primals, series_in
+    _real_series("expm_frechet", series_in)
+    k = series.order_of(series_in)
+    sa, se = sa or [None] * k, se or [None] * k
+    big = [_block(a, e)] + [
+        None if p is None and q is None else _block(_zeros_or(p, a), q) for p, q in zip(sa, se)
+    ]
+    terms = _first_row(expm(_toeplitz(big)), 2 * shape_of(a)[-1], k)
+    pick = [_quarter(t, 0, 0) for t in terms], [_quarter(t, 0, 1) for t in terms]
+    return tuple([_tangent(t, o) for t in p] for p, o in zip(pick, out))
+
+
+def _zeros_or(t, like):
+    return np.zeros(shape_of(like), dtype_of(like)) if t is None else t
+
+
 expm_frechet_p = Primitive(
     "scipy.linalg.expm_frechet",
     impl=lambda a, e, *, check_finite: tuple(_sl().expm_frechet(a, e, check_finite=check_finite)),
@@ -206,6 +266,7 @@ expm_frechet_p = Primitive(
     ],
     multiple_results=True,
     vjp_reads=READS_INPUTS,
+    taylor=_expm_frechet_taylor,
 )
 
 # -- sqrtm and logm: real results only ----------------------------------------------------------
@@ -277,6 +338,23 @@ def _sqrtm_vjp(bar, a, *, out):
     return (fit(solve_sylvester(x_t, x_t, bar), a),)
 
 
+def _sqrtm_taylor(primals, series_in, *, out):
+    # X X = A: X_0 X_k + X_k X_0 = A_k - sum_{i=1..k-1} X_i X_{k-i}, a Sylvester equation per
+    # order with the primal square root
+    (s,) = series_in
+    _real_series("sqrtm", series_in)
+    xs = [out]
+    for k in range(1, len(s) + 1):
+        known = series.total(
+            matmul(xs[i], xs[k - i])
+            for i in range(1, k)
+            if xs[i] is not None and xs[k - i] is not None
+        )
+        r = series.add(_tangent(s[k - 1], out), None if known is None else _neg(known))
+        xs.append(None if r is None else _tangent(solve_sylvester(out, out, r), out))
+    return xs[1:]
+
+
 def _logm_jvp(primals, tangents, *, out):
     ((a,), (a_dot,)) = primals, tangents
     _real_only("logm", a_dot)
@@ -311,6 +389,7 @@ sqrtm_p = Primitive(
     batch=rule_for(_stacked),
     emit=_matfun_emit("sqrtm"),
     vjp_reads=READS_OUTPUT,
+    taylor=_sqrtm_taylor,
 )
 
 logm_p = Primitive(
@@ -322,6 +401,7 @@ logm_p = Primitive(
     batch=rule_for(_stacked),
     emit=_matfun_emit("logm"),
     vjp_reads=READS_INPUTS,
+    taylor=_matfun_taylor("logm", logm),
 )
 
 # -- solve_sylvester: A X + X B = Q --------------------------------------------------------------
@@ -367,6 +447,21 @@ def _solve_sylvester_vjp(bar, a, b, q, *, out):
     return a_bar, b_bar, (fit(s, q) if carries_derivative(q) else None)
 
 
+def _solve_sylvester_taylor(primals, series_in, *, out):
+    # A_0 X_k + X_k B_0 = Q_k - sum_{i=1..k} (A_i X_{k-i} + X_{k-i} B_i)
+    (a, b, _), (sa, sb, sq) = primals, series_in
+    _real_series("solve_sylvester", series_in)
+    k = series.order_of(series_in)
+    sa, sb = sa or [None] * k, sb or [None] * k
+
+    def apply(i, x):
+        left = None if sa[i - 1] is None else matmul(sa[i - 1], x)
+        return series.add(left, None if sb[i - 1] is None else matmul(x, sb[i - 1]))
+
+    solve0 = lambda r: _tangent(solve_sylvester(a, b, r), out)  # noqa: E731
+    return series.solve_terms(solve0, apply, sq or [None] * k, out)
+
+
 solve_sylvester_p = Primitive(
     "scipy.linalg.solve_sylvester",
     impl=lambda a, b, q: _sl().solve_sylvester(a, b, q),
@@ -376,6 +471,7 @@ solve_sylvester_p = Primitive(
     batch=rule_for(_stacked),
     emit=lambda a, b, q: _emit("solve_sylvester", (a, b, q)),
     vjp_reads=READS_ALL,
+    taylor=_solve_sylvester_taylor,
 )
 
 # -- solve_continuous_lyapunov: A X + X A^H = Q --------------------------------------------------
@@ -414,6 +510,20 @@ def _lyapunov_vjp(bar, a, q, *, out):
     return a_bar, (fit(s, q) if carries_derivative(q) else None)
 
 
+def _lyapunov_taylor(primals, series_in, *, out):
+    # A_0 X_k + X_k A_0^T = Q_k - sum_{i=1..k} (A_i X_{k-i} + X_{k-i} A_i^T)
+    (a, _), (sa, sq) = primals, series_in
+    _real_series("solve_continuous_lyapunov", series_in)
+    k = series.order_of(series_in)
+    sa = sa or [None] * k
+
+    def apply(i, x):
+        return None if sa[i - 1] is None else matmul(sa[i - 1], x) + matmul(x, mT(sa[i - 1]))
+
+    solve0 = lambda r: _tangent(solve_continuous_lyapunov(a, r), out)  # noqa: E731
+    return series.solve_terms(solve0, apply, sq or [None] * k, out)
+
+
 lyapunov_p = Primitive(
     "scipy.linalg.solve_continuous_lyapunov",
     impl=lambda a, q: _sl().solve_continuous_lyapunov(a, q),
@@ -423,6 +533,7 @@ lyapunov_p = Primitive(
     batch=rule_for(_stacked),
     emit=lambda a, q: _emit("solve_continuous_lyapunov", (a, q)),
     vjp_reads=READS_ALL,
+    taylor=_lyapunov_taylor,
 )
 
 # -- solve_banded: A x = b, A in LAPACK's band storage -------------------------------------------
@@ -536,6 +647,25 @@ def _solve_banded_vjp(bar, ab, b, *, out, nlower, nupper, check_finite):
     return ab_bar, (fit(_uncolumn(g, vector), b) if carries_derivative(b) else None)
 
 
+def _solve_banded_taylor(primals, series_in, *, out, nlower, nupper, check_finite):
+    # A_0 x_k = b_k - sum_{i=1..k} A_i x_{k-i}, the A_i in band storage
+    (ab, b), (sab, sb) = primals, series_in
+    _real_series("solve_banded", series_in)
+    vector = len(shape_of(b)) == 1
+    k = series.order_of(series_in)
+    sab = sab or [None] * k
+
+    def apply(i, x):
+        return None if sab[i - 1] is None else _band_matmul(sab[i - 1], x, nupper)
+
+    def solve0(r):
+        return _tangent(solve_banded(ab, r, nlower, nupper, check_finite=False), out)
+
+    rhs = [None if t is None else _column(t, vector) for t in sb or [None] * k]
+    terms = series.solve_terms(solve0, apply, rhs, _column(out, vector))
+    return [None if t is None else _uncolumn(t, vector) for t in terms]
+
+
 solve_banded_p = Primitive(
     "scipy.linalg.solve_banded",
     impl=solve_banded_impl,
@@ -549,6 +679,7 @@ solve_banded_p = Primitive(
         f"nupper={nupper!r}, check_finite={check_finite!r})",
     ],
     vjp_reads=READS_ALL,
+    taylor=_solve_banded_taylor,
 )
 
 __all__ = [

@@ -29,6 +29,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.primitive import READS_INPUTS, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.batching import batch_size, materialize
 from tracegrad.primitives.elementwise import astype
 from tracegrad.primitives.linalg._common import fit, mT
@@ -275,6 +276,25 @@ def _rules(kind: _Kind, valid):
     return jvp, vjp
 
 
+def _taylor_2d(prim):
+    """y_k = sum_{i+j=k} C(a_i, b_j), bilinear but for the fill value: kept with a's primal."""
+
+    def rule(primals, series_in, *, out, **params):
+        k_max, linear = series.order_of(series_in), {**params, "fillvalue": 0}
+        a, b = (series.full(x, s, k_max) for x, s in zip(primals, series_in))
+        terms = [
+            series.total(
+                bind(prim, a[i], b[k - i], **(linear if i else params))
+                for i in range(k + 1)
+                if a[i] is not None and b[k - i] is not None
+            )
+            for k in range(1, k_max + 1)
+        ]
+        return None if all(t is None for t in terms) else terms
+
+    return rule
+
+
 # -- convolve, correlate, convolve2d, correlate2d: SciPy's call per example --------------------
 
 
@@ -438,6 +458,7 @@ def _primitive(kind: _Kind, valid) -> Primitive:
         emit=_emit_of(kind),
         vjp_reads=READS_INPUTS,
         bilinear=True,
+        taylor=rule_for(_taylor_2d) if kind.name.endswith("2d") else series.MULTILINEAR,
     )
 
 
@@ -564,6 +585,7 @@ fftconvolve_p = Primitive(
     ],
     vjp_reads=READS_INPUTS,
     bilinear=True,
+    taylor=series.MULTILINEAR,
 )
 
 _PRIMS = {

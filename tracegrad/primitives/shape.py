@@ -13,6 +13,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.axes import at, insert
 from tracegrad.primitives.batching import batch_size, materialize
 from tracegrad.primitives.broadcasting import broadcast_to
@@ -117,6 +118,7 @@ concatenate_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.KEEPS_C,
     torch_name="CatBackward0",
+    taylor=series.LINEAR,
 )
 
 
@@ -176,6 +178,7 @@ split_p = Primitive(
     multiple_results=True,
     vjp_reads=READS_NOTHING,
     layout=Layout.VIEW,
+    taylor=series.LINEAR,
 )
 
 # -- repeat / tile ----------------------------------------------------------------------------
@@ -241,6 +244,7 @@ repeat_p = Primitive(
     emit=lambda x, *, repeats, axis: f"np.repeat({x}, {repeats!r}, axis={axis!r})",
     vjp_reads=READS_NOTHING,
     layout=Layout.C,
+    taylor=series.LINEAR,
 )
 
 
@@ -294,6 +298,7 @@ tile_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.KEEPS_C,
     torch_name="RepeatBackward0",
+    taylor=series.LINEAR,
 )
 
 # -- pad / pad_strided ------------------------------------------------------------------------
@@ -350,6 +355,7 @@ pad_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.KEEPS_C,
     torch_name="ConstantPadNdBackward0",
+    taylor=series.LINEAR,
 )
 
 
@@ -381,6 +387,7 @@ ascontiguousarray_p = Primitive(
     emit=lambda x: f"np.ascontiguousarray({x})",
     vjp_reads=READS_NOTHING,
     layout=Layout.CONTIGUOUS,
+    taylor=series.LINEAR,
 )
 
 PRIMITIVES = (

@@ -14,6 +14,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.axes import insert
 from tracegrad.primitives.views import linear_jvp, unary_batch
 
@@ -149,6 +150,7 @@ slice_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.VIEW,
     torch_name="SliceBackward0",
+    taylor=series.LINEAR,
 )
 
 # -- pad_strided ------------------------------------------------------------------------------
@@ -227,6 +229,7 @@ pad_strided_p = Primitive(
     emit=_pad_strided_emit,
     vjp_reads=READS_NOTHING,
     layout=Layout.C,
+    taylor=series.LINEAR,
 )
 
 PRIMITIVES = (slice_p, pad_strided_p)

@@ -16,6 +16,7 @@ from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_ALL, READS_INPUTS, READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives import series
 from tracegrad.primitives.axes import (
     at,
 )
@@ -165,6 +166,7 @@ sort_p = Primitive(
     emit=lambda x, *, axis, stable: f"np.sort({x}, axis={axis!r}, kind={_kind(stable)!r})",
     vjp_reads=READS_INPUTS,
     layout=Layout.KEEPS_C,  # np.sort copies in the input's order (copy(order="K"))
+    taylor=series.LINEAR,
 )
 
 argsort_p = Primitive(
@@ -218,6 +220,7 @@ partition_p = Primitive(
     emit=lambda x, *, kth, axis: f"np.partition({x}, {list(kth)!r}, axis={axis!r})",
     vjp_reads=READS_ALL,
     layout=Layout.KEEPS_C,  # a copy in the input's order, then partitioned in place
+    taylor=series.LINEAR,
 )
 
 argpartition_p = Primitive(

@@ -21,6 +21,7 @@ from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive
 from tracegrad.ir.types import Aval, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.axes import at
 
 
@@ -96,6 +97,7 @@ reshape_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.RESHAPED,
     torch_name="ViewBackward0",
+    taylor=series.LINEAR,
 )
 
 # -- transpose --------------------------------------------------------------------------------
@@ -135,6 +137,7 @@ transpose_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.PERMUTED,
     torch_name="PermuteBackward0",
+    taylor=series.LINEAR,
 )
 
 # -- expand_dims / squeeze --------------------------------------------------------------------
@@ -177,6 +180,7 @@ expand_dims_p = Primitive(
     vjp_reads=READS_NOTHING,
     layout=Layout.RESHAPED,
     torch_name="UnsqueezeBackward0",
+    taylor=series.LINEAR,
 )
 
 
@@ -213,6 +217,7 @@ squeeze_p = Primitive(
     emit=lambda x, *, axis: f"np.squeeze({x}, axis={axis!r})",
     vjp_reads=READS_NOTHING,
     layout=Layout.RESHAPED,
+    taylor=series.LINEAR,
 )
 
 # -- flip -------------------------------------------------------------------------------------
@@ -244,6 +249,7 @@ flip_p = Primitive(
     emit=lambda x, *, axis: f"np.flip({x}, {axis!r})",
     vjp_reads=READS_NOTHING,
     layout=Layout.VIEW,
+    taylor=series.LINEAR,
 )
 
 PRIMITIVES = (reshape_p, transpose_p, expand_dims_p, squeeze_p, flip_p)

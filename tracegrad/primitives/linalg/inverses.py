@@ -22,7 +22,9 @@ from tracegrad.core import bind
 from tracegrad.ir.primitive import READS_INPUTS, READS_OUTPUT, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, shape_of
 from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives import series
 from tracegrad.primitives.broadcasting import broadcast_shapes, sum
+from tracegrad.primitives.einsum import einsum
 from tracegrad.primitives.linalg._common import (
     LinAlgError,
     check_square,
@@ -64,6 +66,22 @@ def _inv_vjp(bar, a, *, out):
     return (fit(-matmul(matmul(t, bar), t), a),)
 
 
+def _inv_terms(a_terms, y0) -> list:
+    """Y_1..Y_K of Y(t) = A(t)^-1 from A's terms: A Y = I gives Y_k = -Y_0 sum_{i=1..k} A_i
+    Y_{k-i} (products with the primal inverse, no new factorisation)."""
+    return series.solve_terms(
+        lambda r: matmul(y0, r),
+        lambda i, y: None if a_terms[i - 1] is None else matmul(a_terms[i - 1], y),
+        [None] * len(a_terms),
+        y0,
+    )
+
+
+def _inv_taylor(primals, series_in, *, out):
+    (s,) = series_in
+    return None if s is None else _inv_terms(s, out)
+
+
 inv_p = Primitive(
     "linalg.inv",
     impl=np.linalg.inv,
@@ -74,6 +92,7 @@ inv_p = Primitive(
     emit=lambda a: f"np.linalg.inv({a})",
     vjp_reads=READS_OUTPUT,
     torch_name="LinalgInvExBackward0",
+    taylor=_inv_taylor,
 )
 
 
@@ -107,6 +126,7 @@ inv_or_nan_p = Primitive(
         f"_tg_inverses.inv_or_nan_impl({a})",
     ],
     vjp_reads=READS_OUTPUT,
+    taylor=_inv_taylor,
 )
 
 # -- solve --------------------------------------------------------------------------------------
@@ -178,6 +198,21 @@ def _solve_vjp(bar, a, b, *, out):
     return a_bar, fit(b_bar, b)
 
 
+def _solve_taylor(primals, series_in, *, out):
+    # A X = B: A_0 X_k = B_k - sum_{i=1..k} A_i X_{k-i}, one solve with A_0 per order
+    (a, b), (sa, sb) = primals, series_in
+    vector = len(shape_of(b)) == 1
+    k = series.order_of(series_in)
+    rhs = [None if t is None else _column(t, vector) for t in (sb or [None] * k)]
+    terms = series.solve_terms(
+        lambda r: solve(a, r),
+        lambda i, x: None if sa is None or sa[i - 1] is None else matmul(sa[i - 1], x),
+        rhs,
+        _column(out, vector),
+    )
+    return [None if t is None else _uncolumn(t, vector) for t in terms]
+
+
 def _solve_batch(args, dims):
     (a, b), (da, db) = args, dims
     a = expand_dims(a, (0,)) if da is None else move_to_front(a, da)
@@ -208,6 +243,7 @@ solve_p = Primitive(
     batch=_solve_batch,
     emit=lambda a, b: f"np.linalg.solve({a}, {b})",
     torch_name="LinalgSolveExBackward0",
+    taylor=_solve_taylor,
 )
 
 # -- adjugate and det ---------------------------------------------------------------------------
@@ -263,6 +299,38 @@ def _adjugate_vjp(bar, a, *, out):
     return (fit((mul(s, t) - matmul(matmul(t, bar), t)) / d, a),)
 
 
+def _log_det_terms(a, s) -> tuple[list, list]:
+    """(the inverse's full series [A^-1, Y_1, ..., Y_K], [None, u_1, ..., u_K]) where u is
+    the series of log det A(t) less its constant: u' = tr(A^-1 A'), so k u_k = sum_{j=1..k}
+    j tr(Y_{k-j} A_j). Needs an invertible A_0 (as det's second derivative does)."""
+    k = len(s)
+    y0 = inv(a)
+    ys = [y0, *_inv_terms(s, y0)]
+    u = [None]
+    for order in range(1, k + 1):
+        acc = series.total(
+            series.scale(einsum("...ij,...ji->...", ys[order - j], s[j - 1]), j)
+            for j in range(1, order + 1)
+            if s[j - 1] is not None and ys[order - j] is not None
+        )
+        u.append(series.scale(acc, 1.0 / order))
+    return ys, u
+
+
+def _adjugate_taylor(primals, series_in, *, out):
+    # adj(A) = det(A) A^-1: the product of det's series and the inverse's
+    ((a,), (s,)) = primals, series_in
+    if s is None:
+        return None
+    k = len(s)
+    ys, u = _log_det_terms(a, s)
+    d = det(a)
+    nd = len(shape_of(a))
+    ds = [d, *series.exp_terms(u, d)]
+    ds = [None if t is None else expand_dims(t, (nd - 2, nd - 1)) for t in ds]
+    return [series.convolve(ds, ys, i, mul) for i in range(1, k + 1)]
+
+
 adjugate_p = Primitive(
     "linalg.adjugate",
     impl=adjugate_impl,
@@ -274,6 +342,7 @@ adjugate_p = Primitive(
         "import tracegrad.primitives.linalg.inverses as _tg_inverses",
         f"_tg_inverses.adjugate_impl({a})",
     ],
+    taylor=_adjugate_taylor,
 )
 
 
@@ -299,6 +368,12 @@ def _det_vjp(bar, a, *, out):
     return (fit(mul(expand_dims(bar, (n - 2, n - 1)), mT(adjugate(a))), a),)
 
 
+def _det_taylor(primals, series_in, *, out):
+    # det = exp(log det): the exponential's recurrence on log det's series
+    ((a,), (s,)) = primals, series_in
+    return None if s is None else series.exp_terms(_log_det_terms(a, s)[1], out)
+
+
 det_p = Primitive(
     "linalg.det",
     impl=np.linalg.det,
@@ -309,6 +384,7 @@ det_p = Primitive(
     emit=lambda a: f"np.linalg.det({a})",
     vjp_reads=READS_INPUTS,
     torch_name="LinalgDetBackward0",
+    taylor=_det_taylor,
 )
 
 # -- slogdet ------------------------------------------------------------------------------------
@@ -353,6 +429,19 @@ def _slogdet_vjp(bar, a, *, out):
     return (fit(mul(expand_dims(c, (n - 2, n - 1)), mT(inv(a))), a),)
 
 
+def _slogdet_taylor(primals, series_in, *, out):
+    # log det's series: its real part is log|det|'s; the sign of a real matrix is constant,
+    # that of a complex one exp(i Im(log det)) (the exponential's recurrence)
+    ((a,), (s,)) = primals, series_in
+    if s is None:
+        return None, None
+    u = _log_det_terms(a, s)[1]
+    if not is_complex(out[0]):
+        return None, u[1:]
+    phase = [None, *(None if t is None else mul(ew.imag(t), 1j) for t in u[1:])]
+    return series.exp_terms(phase, out[0]), [None if t is None else ew.real(t) for t in u[1:]]
+
+
 slogdet_p = Primitive(
     "linalg.slogdet",
     impl=lambda a: tuple(np.linalg.slogdet(a)),
@@ -363,6 +452,7 @@ slogdet_p = Primitive(
     emit=lambda a: f"tuple(np.linalg.slogdet({a}))",
     multiple_results=True,
     torch_name="LinalgSlogdetBackward0",
+    taylor=_slogdet_taylor,
 )
 
 __all__ = ["LinAlgError", "adjugate", "det", "inv", "inv_or_nan", "slogdet", "solve"]

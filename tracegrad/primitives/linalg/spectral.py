@@ -45,6 +45,7 @@ from tracegrad.primitives.linalg._common import (
     diag,
     diagonal,
     fit,
+    is_complex,
     matmul,
     mT,
     mul,
@@ -120,6 +121,77 @@ def _eigh_vjp(bar, a, *, out, UPLO):  # noqa: N803
     return (fit(sym(matmul(matmul(conj(v), b), mT(v))), a),)
 
 
+# Taylor rules of eigh and eig: with W_k = V_0^-1 V_k and B_k = V_0^-1 A_k V_0 (V_0^H sym(A_k)
+# V_0 for eigh), the orders of A V = V diag(w) give Lambda_0 W_k - W_k Lambda_0 = Lambda_k - B_k
+# - R_k, R_k = sum_{i=1..k-1} (B_i W_{k-i} - W_i Lambda_{k-i}): its diagonal is w_k = diag(B_k +
+# R_k), its other entries W_k = F * (B_k + R_k) (F the inverse gaps, as in the jvps). The
+# diagonal of W_k is the gauge the jvp fixes along the whole curve, so the series is that of
+# the vectors nested jvps follow. Distinct eigenvalues only (F is inf otherwise).
+
+
+def _eigen_terms(bs, w, gauge) -> tuple[list, list]:
+    """([w_1..w_K], [W_1..W_K]) from B's terms; `gauge(k, off, ws)` is W_k's diagonal given its
+    other entries `off` and W_1..W_{k-1} (`ws`, from index 1)."""
+    gaps, axis = _gaps_inverse(w), len(shape_of(w)) - 1
+    lams, ws = [w], [None]
+    for k in range(1, len(bs) + 1):
+        r = [bs[k - 1]]
+        for i in range(1, k):
+            if bs[i - 1] is not None and ws[k - i] is not None:
+                r.append(matmul(bs[i - 1], ws[k - i]))
+            if ws[i] is not None and lams[k - i] is not None:
+                r.append(-mul(ws[i], expand_dims(lams[k - i], (axis,))))
+        r = [t for t in r if t is not None]
+        if not r:
+            lams.append(None)
+            ws.append(None)
+            continue
+        total = _sum(r)
+        lams.append(diagonal(total))
+        off = mul(gaps, total)
+        d = gauge(k, off, ws)
+        ws.append(off if d is None else off + diag(d))
+    return lams[1:], ws[1:]
+
+
+def _weighted_products(ws, k: int, left, weight):
+    """sum_{i=1..k-1} weight(i) left(W_i) W_{k-i} (None if every term is zero)."""
+    terms = [
+        mul(matmul(left(ws[i]), ws[k - i]), weight(i))
+        for i in range(1, k)
+        if ws[i] is not None and ws[k - i] is not None
+    ]
+    return _sum(terms) if terms else None
+
+
+def _sum(terms):
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+def _eigh_terms(a_terms, w, v) -> tuple[list, list]:
+    """(w_1..w_K, V_1..V_K) of eigh. Gauge: diag(V^H V') = 0 (V unitary, no phase drift), so
+    k diag(W_k) = -diag(sum_{i=1..k-1} (k - i) W_i^H W_{k-i})."""
+
+    def gauge(k, off, ws):
+        s = _weighted_products(ws, k, H, lambda i: float(i - k) / k)
+        return None if s is None else diagonal(s)
+
+    bs = [None if t is None else matmul(matmul(H(v), sym(t)), v) for t in a_terms]
+    lams, ws = _eigen_terms(bs, w, gauge)
+    return (
+        [None if t is None else real_part(t) for t in lams],
+        [None if t is None else matmul(v, t) for t in ws],
+    )
+
+
+def _eigh_taylor(primals, series_in, *, out, UPLO):  # noqa: N803
+    (s,) = series_in
+    return _eigh_terms(s, *out)
+
+
 eigh_p = Primitive(
     "linalg.eigh",
     impl=lambda a, *, UPLO: tuple(np.linalg.eigh(a, UPLO)),
@@ -131,6 +203,7 @@ eigh_p = Primitive(
     multiple_results=True,
     vjp_reads=READS_OUTPUT,
     torch_name="LinalgEighBackward0",
+    taylor=_eigh_taylor,
 )
 
 
@@ -161,6 +234,11 @@ def _eigvalsh_vjp(bar, a, *, out, UPLO):  # noqa: N803
     return (fit(sym(matmul(scaled, mT(v))), a),)
 
 
+def _eigvalsh_taylor(primals, series_in, *, out, UPLO):  # noqa: N803
+    ((a,), (s,)) = primals, series_in
+    return _eigh_terms(s, out, eigh(a, UPLO)[1])[0]
+
+
 eigvalsh_p = Primitive(
     "linalg.eigvalsh",
     impl=lambda a, *, UPLO: np.linalg.eigvalsh(a, UPLO),
@@ -170,6 +248,7 @@ eigvalsh_p = Primitive(
     batch=rule_for(stacked_batch),
     emit=lambda a, *, UPLO: f"np.linalg.eigvalsh({a}, {UPLO!r})",
     torch_name="LinalgEighBackward0",
+    taylor=_eigvalsh_taylor,
 )
 
 # -- eig and eigvals ----------------------------------------------------------------------------
@@ -215,6 +294,40 @@ def _eig_jvp(primals, tangents, *, out):
     return diagonal(k), v_dot
 
 
+def _eig_terms(a_terms, w, v) -> tuple[list, list]:
+    """(w_1..w_K, V_1..V_K) of eig. Gauge (the jvp's): unit columns, and diag(V^-1 V') real.
+    With G = V_0^H V_0 (unit diagonal), S_k = sum_{i=1..k-1} W_i^H G W_{k-i} and Y = W^-1:
+    Re diag(W_k) = -Re diag(G off_k) - diag(S_k) / 2, and k Im diag(W_k) = -Im diag(
+    sum_{i=1..k-1} (k - i) Y_i W_{k-i})."""
+    gram, ys = matmul(H(v), v), [None]
+
+    def gauge(k, off, ws):
+        while len(ys) < k:  # Y_j = -sum_{i=1..j} W_i Y_{j-i}, Y_0 = I
+            j = len(ys)
+            terms = [ws[j]] + [
+                matmul(ws[i], ys[j - i])
+                for i in range(1, j)
+                if ws[i] is not None and ys[j - i] is not None
+            ]
+            terms = [t for t in terms if t is not None]
+            ys.append(-_sum(terms) if terms else None)
+        re = -real_part(diagonal(matmul(gram, off)))
+        s = _weighted_products(ws, k, lambda x: matmul(H(x), gram), lambda i: 0.5)
+        re = re if s is None else re - real_part(diagonal(s))
+        drift = [
+            mul(matmul(ys[i], ws[k - i]), float(k - i) / k)
+            for i in range(1, k)
+            if ys[i] is not None and ws[k - i] is not None
+        ]
+        if not drift or not is_complex(drift[0]):
+            return re
+        return re - mul(ew.imag(diagonal(_sum(drift))), 1j)
+
+    bs = [None if t is None else _eig_parts(None, t, v) for t in a_terms]
+    lams, ws = _eigen_terms(bs, w, gauge)
+    return lams, [None if t is None else matmul(v, t) for t in ws]
+
+
 eig_p = Primitive(
     "linalg.eig",
     impl=_eig_impl,
@@ -229,6 +342,7 @@ eig_p = Primitive(
     multiple_results=True,
     vjp_reads=READS_OUTPUT,
     torch_name="LinalgEigBackward0",
+    taylor=lambda primals, series_in, *, out: _eig_terms(series_in[0], *out),
 )
 
 
@@ -263,6 +377,8 @@ eigvals_p = Primitive(
     ],
     vjp_reads=frozenset({"inputs"}),
     torch_name="LinalgEigBackward0",
+    # eig's series (its eigenvalues in eigvals' order, as the jvp assumes)
+    taylor=lambda primals, series_in, *, out: _eig_terms(series_in[0], *eig(primals[0]))[0],
 )
 
 # -- svd ----------------------------------------------------------------------------------------

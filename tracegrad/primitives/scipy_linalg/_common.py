@@ -70,6 +70,11 @@ def _real_only(name: str, *xs) -> None:
             )
 
 
+def _real_series(name: str, series_in) -> None:
+    """`_real_only` for a Taylor rule: every term of every moving input."""
+    _real_only(name, *(t for s in series_in if s is not None for t in s))
+
+
 # -- matrix helpers (tracegrad operations, so the rules differentiate again) ---------------------
 
 

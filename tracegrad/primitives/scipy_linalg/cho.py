@@ -11,6 +11,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.primitive import READS_ALL, READS_OUTPUT, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.linalg import factorizations as _fa
 from tracegrad.primitives.linalg._common import fit, matmul, mT, mul, stacked_batch, sym, transposed
 from tracegrad.primitives.scipy_linalg._common import (
@@ -23,6 +24,7 @@ from tracegrad.primitives.scipy_linalg._common import (
     _mask,
     _neg,
     _real_only,
+    _real_series,
     _sl,
     _uncolumn,
 )
@@ -95,6 +97,42 @@ def _factor_vjp(name):
     return vjp
 
 
+def _factor_taylor(name):
+    # L L^T = sym(A): L_0 L_k^T + L_k L_0^T = sym(A_k) - sum_{i=1..k-1} L_i L_{k-i}^T, solved
+    # by the jvp's formula (the symmetric right side in place of sym(dA)); cho_factor's other
+    # triangle is a's, its terms A_k's
+    step = _factor_jvp("cholesky")
+
+    def rule(primals, series_in, *, out, lower, check_finite):
+        (s,) = series_in
+        _real_series(name, series_in)
+        terms = [_lower_factor(out, lower)]
+        for k in range(1, len(s) + 1):
+            known = series.total(
+                matmul(terms[i], mT(terms[k - i]))
+                for i in range(1, k)
+                if terms[i] is not None and terms[k - i] is not None
+            )
+            r = series.add(None if s[k - 1] is None else sym(s[k - 1]), _negated(known))
+            c_k = (
+                None if r is None else step(primals, (r,), out=out, lower=lower, check_finite=False)
+            )
+            terms.append(None if c_k is None else c_k if lower else mT(c_k))
+        terms = [None if t is None else t if lower else mT(t) for t in terms[1:]]
+        if name == "cho_factor":
+            terms = [
+                series.add(t, None if a_k is None else _other(a_k, lower))
+                for t, a_k in zip(terms, s)
+            ]
+        return terms
+
+    return rule
+
+
+def _negated(x):
+    return None if x is None else _neg(x)
+
+
 def _factor_impl(name):
     def impl(a, *, lower, check_finite):
         out = getattr(_sl(), name)(a, lower=lower, check_finite=check_finite)
@@ -123,6 +161,7 @@ def _factor(name):
         batch=rule_for(stacked_batch),
         emit=_factor_emit(name),
         vjp_reads=READS_OUTPUT,
+        taylor=_factor_taylor(name),
     )
 
 
@@ -180,6 +219,30 @@ def _cho_solve_vjp(bar, c, b, *, out, lower, check_finite):
     return c_bar, b_bar
 
 
+def _cho_solve_taylor(primals, series_in, *, out, lower, check_finite):
+    # A(t) = L(t) L(t)^T from the factor's series: A_0 x_k = b_k - sum_{i=1..k} A_i x_{k-i},
+    # A_i = sum_{p+q=i} L_p L_q^T
+    (c, b), (sc, sb) = primals, series_in
+    _real_series("cho_solve", series_in)
+    vector = len(shape_of(b)) == 1
+    k = series.order_of(series_in)
+    lows = [_lower_factor(c, lower)]
+    lows += [None if t is None else _lower_factor(t, lower) for t in sc or [None] * k]
+
+    def apply(i, x):
+        return series.total(
+            matmul(lows[p], matmul(mT(lows[i - p]), x))
+            for p in range(i + 1)
+            if lows[p] is not None and lows[i - p] is not None
+        )
+
+    rhs = [None if t is None else _column(t, vector) for t in sb or [None] * k]
+    terms = series.solve_terms(
+        lambda r: cho_solve(c, r, lower=lower, check_finite=False), apply, rhs, _column(out, vector)
+    )
+    return [None if t is None else _uncolumn(t, vector) for t in terms]
+
+
 cho_solve_p = Primitive(
     "scipy.linalg.cho_solve",
     impl=lambda c, b, *, lower, check_finite: _sl().cho_solve(
@@ -194,6 +257,7 @@ cho_solve_p = Primitive(
         f"_scipy_linalg.cho_solve(({c}, {lower!r}), {b}, check_finite={check_finite!r})",
     ],
     vjp_reads=READS_ALL,
+    taylor=_cho_solve_taylor,
 )
 
 # -- the backward pass of cholesky and cho_factor, one primitive ---------------------------------
@@ -330,6 +394,20 @@ def _cholesky_vjp_jvp(primals, tangents, *, out, lower, other_triangle):
     return a_dot
 
 
+def _cholesky_vjp_formula(c, bar, *, lower, other_triangle):
+    """Murray's matrix rule written with the triangular primitives (what the blocked impl
+    computes): its Taylor pass is the primitive's series (jet of a gradient through a factor)."""
+    low = _lower_factor(c, lower)
+    lb = _mask(bar if lower else mT(bar), True)
+
+    def left(x):  # L^-T x
+        return solve_triangular(low, x, trans=1, lower=True, check_finite=False)
+
+    q = mT(left(mT(left(mul(matmul(mT(low), lb), _half_phi(lb))))))  # L^-T P L^-1
+    a_bar = q + mT(q)
+    return a_bar + _other(bar, lower) if other_triangle else a_bar
+
+
 cholesky_vjp_p = Primitive(
     "scipy.linalg.cholesky_vjp",
     impl=cholesky_vjp_impl,
@@ -343,4 +421,5 @@ cholesky_vjp_p = Primitive(
         f"other_triangle={other_triangle!r})",
     ],
     vjp_reads=READS_ALL,
+    taylor=series.composite(_cholesky_vjp_formula),
 )

@@ -7,6 +7,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.primitive import READS_ALL, READS_OUTPUT, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.linalg._common import fit, matmul, mT, stacked_batch
 from tracegrad.primitives.scipy_linalg._common import (
     _batch,
@@ -18,6 +19,7 @@ from tracegrad.primitives.scipy_linalg._common import (
     _mask,
     _neg,
     _real_only,
+    _real_series,
     _sl,
     _uncolumn,
 )
@@ -68,6 +70,39 @@ def _lu_factor_vjp(bar, a, *, out, check_finite):
     return (fit(lu_solve(lu, piv, matmul(mT(up), w), trans=1, check_finite=False), a),)
 
 
+def _lu_factor_taylor(primals, series_in, *, out, check_finite):
+    # P^T A = L U with P fixed: L_0 U_k + L_k U_0 = P^T A_k - S_k, S_k = sum_{p=1..k-1} L_p
+    # U_{k-p}; X = L_0^-1 (P^T A_k - S_k) U_0^-1 (P^T A_k's part as the jvp forms it, with
+    # the factor's solves), then L_k = L_0 (X's strict lower part), U_k = (X's upper part) U_0
+    (s,) = series_in
+    _real_series("lu_factor", series_in)
+    lu, piv = out
+    low, up = _parts(lu)
+    lows, ups, terms = [low], [up], []
+    for k in range(1, len(s) + 1):
+        known = series.total(
+            matmul(lows[p], ups[k - p])
+            for p in range(1, k)
+            if lows[p] is not None and ups[k - p] is not None
+        )
+        y = (
+            None
+            if s[k - 1] is None
+            else matmul(up, lu_solve(lu, piv, s[k - 1], check_finite=False))
+        )
+        y = series.add(y, None if known is None else _neg(_tsolve(lu, known, 0, True)))
+        if y is None:
+            lows.append(None)
+            ups.append(None)
+            terms.append(None)
+            continue
+        x = mT(solve_triangular(lu, mT(y), trans=1, check_finite=False))
+        lows.append(matmul(low, _mask(x, True, -1)))
+        ups.append(matmul(_mask(x, False), up))
+        terms.append(lows[-1] + ups[-1])
+    return terms, None
+
+
 def _lu_factor_impl(a, *, check_finite):
     lu, piv = _sl().lu_factor(a, check_finite=check_finite)
     return lu, piv
@@ -86,6 +121,7 @@ lu_factor_p = Primitive(
     ],
     multiple_results=True,
     vjp_reads=READS_OUTPUT,
+    taylor=_lu_factor_taylor,
 )
 
 # -- lu_solve -----------------------------------------------------------------------------------
@@ -162,6 +198,53 @@ def _lu_solve_vjp(bar, lu, piv, b, *, out, trans, check_finite):
     return lu_bar, None, b_bar
 
 
+def _lu_solve_taylor(primals, series_in, *, out, trans, check_finite):
+    # A(t) = P L(t) U(t), P fixed. trans 0: L U x = P^T b, so x_k = A_0^-1 b_k - U_0^-1 L_0^-1
+    # sum_{i=1..k} M_i x_{k-i}, M_i = sum_{p+q=i} L_p U_q. trans 1: U^T L^T z = b with
+    # x = P z: z_k = L_0^-T U_0^-T r_k, x_k = A_0^-T r_k, r_k = b_k - sum_i M_i^T z_{k-i}
+    (lu, piv, b), (slu, _, sb) = primals, series_in
+    _real_series("lu_solve", series_in)
+    vector, t = len(shape_of(b)) == 1, 0 if trans == 0 else 1
+    k = series.order_of(series_in)
+    bs = [None if v is None else _column(v, vector) for v in sb or [None] * k]
+    low, up = _parts(lu)
+    lows, ups = [low], [up]
+    for v in slu or [None] * k:
+        lows.append(None if v is None else _mask(v, True, -1))
+        ups.append(None if v is None else _mask(v, False))
+
+    def moved(i, x):  # M_i x, or M_i^T x
+        pairs = [(lows[p], ups[i - p]) for p in range(i + 1)]
+        pairs = [(lo, u) for lo, u in pairs if lo is not None and u is not None]
+        if t == 0:
+            return series.total(matmul(lo, matmul(u, x)) for lo, u in pairs)
+        return series.total(matmul(mT(u), matmul(mT(lo), x)) for lo, u in pairs)
+
+    def solve0(r):
+        return lu_solve(lu, piv, r, trans=t, check_finite=False)
+
+    if t == 0:
+        xs = [_column(out, vector)]
+        for order in range(1, k + 1):
+            known = series.total(
+                moved(i, xs[order - i]) for i in range(1, order + 1) if xs[order - i] is not None
+            )
+            back = None if known is None else _tsolve(lu, _tsolve(lu, known, 0, True), 0, False)
+            rhs = None if bs[order - 1] is None else solve0(bs[order - 1])
+            xs.append(series.add(rhs, None if back is None else _neg(back)))
+        terms = xs[1:]
+    else:
+        zs, terms = [_tsolve(lu, _tsolve(lu, _column(b, vector), 1, False), 1, True)], []
+        for order in range(1, k + 1):
+            known = series.total(
+                moved(i, zs[order - i]) for i in range(1, order + 1) if zs[order - i] is not None
+            )
+            r = series.add(bs[order - 1], None if known is None else _neg(known))
+            zs.append(None if r is None else _tsolve(lu, _tsolve(lu, r, 1, False), 1, True))
+            terms.append(None if r is None else solve0(r))
+    return [None if v is None else _uncolumn(v, vector) for v in terms]
+
+
 lu_solve_p = Primitive(
     "scipy.linalg.lu_solve",
     impl=lambda lu, piv, b, *, trans, check_finite: _sl().lu_solve(
@@ -177,4 +260,5 @@ lu_solve_p = Primitive(
         f"check_finite={check_finite!r})",
     ],
     vjp_reads=READS_ALL,
+    taylor=_lu_solve_taylor,
 )

@@ -10,6 +10,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.primitive import READS_ALL, Primitive, rule_for
 from tracegrad.ir.types import Aval, carries_derivative, shape_of
+from tracegrad.primitives import series
 from tracegrad.primitives.linalg._common import fit, matmul, mT
 from tracegrad.primitives.scipy_linalg._common import (
     _batch,
@@ -22,6 +23,7 @@ from tracegrad.primitives.scipy_linalg._common import (
     _mask,
     _neg,
     _real_only,
+    _real_series,
     _sl,
     _tri,
     _uncolumn,
@@ -75,6 +77,24 @@ def _solve_triangular_vjp(bar, a, b, *, out, trans, lower, unit_diagonal, check_
     return a_bar, b_bar
 
 
+def _solve_triangular_taylor(primals, series_in, *, out, trans, lower, unit_diagonal, check_finite):
+    # op(T_0) x_k = b_k - sum_{i=1..k} op(T_i) x_{k-i}: one triangular solve per order
+    (a, b), (sa, sb) = primals, series_in
+    _real_series("solve_triangular", series_in)
+    vector = len(shape_of(b)) == 1
+    params = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal, check_finite=False)
+
+    def apply(i, x):
+        t = None if sa is None else sa[i - 1]
+        return None if t is None else matmul(_op(_tri(t, lower, unit_diagonal), trans), x)
+
+    rhs = [None if t is None else _column(t, vector) for t in sb or [None] * len(sa)]
+    terms = series.solve_terms(
+        lambda r: solve_triangular(a, r, **params), apply, rhs, _column(out, vector)
+    )
+    return [None if t is None else _uncolumn(t, vector) for t in terms]
+
+
 def _solve_triangular_emit(a, b, *, trans, lower, unit_diagonal, check_finite):
     params = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal)
     return _emit("solve_triangular", (a, b), **params, check_finite=check_finite)
@@ -89,6 +109,7 @@ solve_triangular_p = Primitive(
     batch=rule_for(lambda p: _batch(p, 1)),
     emit=_solve_triangular_emit,
     vjp_reads=READS_ALL,
+    taylor=_solve_triangular_taylor,
 )
 
 # -- trmm: a product with one triangle, for the rules ----------------------------------------
@@ -149,4 +170,5 @@ trmm_p = Primitive(
     ],
     vjp_reads=READS_ALL,
     bilinear=True,
+    taylor=series.MULTILINEAR,
 )

@@ -19,6 +19,7 @@ from tracegrad.ir.primitive import READS_ALL, READS_INPUTS, READS_OUTPUT, Primit
 from tracegrad.ir.primitive import rule_for as _rule_for
 from tracegrad.ir.types import Aval, carries_derivative, dtype_of, shape_of
 from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives import series
 from tracegrad.primitives.batching import elementwise_batch
 from tracegrad.primitives.broadcasting import (
     broadcast_shapes,
@@ -132,13 +133,30 @@ def _elementwise_shape(path, name, dtype):
     return shape
 
 
-def special(name, path, *partials, reads=READS_ALL, dtype=None, label=None, ceil=False):
+def _taylor_partial(label, d):
+    """A partial derivative as the Taylor rule takes it: None for ZERO, a refusal raised when
+    that argument's series is asked for."""
+    if d is ZERO:
+        return None
+    if isinstance(d, Refused):
+
+        def refused(*args):
+            raise _refuse(label, d.why)
+
+        return refused
+    return d
+
+
+def special(
+    name, path, *partials, reads=READS_ALL, dtype=None, label=None, ceil=False, taylor=None
+):
     """A primitive named `name` (SciPy's namespace first, `scipy.special.erf`: primitive names
     are shared with users' own, who may well call theirs `erf` or `logsumexp`) for the
     elementwise SciPy function at `path` (a ufunc, or a broadcasting function of fixed result
     `dtype`), with one partial derivative per argument: `d(*args, out)` in tracegrad's
     operations, `ZERO`, or `Refused(why)`. With `ceil`, the result is rounded up (np.ceil) in
-    the same step."""
+    the same step. The Taylor rule integrates the partials (`series.elementwise`) unless a
+    recurrence is given as `taylor`."""
     label = label or name
     if ceil:
         impl = lambda *args, _path=path: np.ceil(_scipy(_path)(*args))  # noqa: E731
@@ -157,6 +175,12 @@ def special(name, path, *partials, reads=READS_ALL, dtype=None, label=None, ceil
         emit=lambda *args, _path=path: _emit_text(_path, args, ceil),
         differentiable=differentiable,
         vjp_reads=reads if differentiable else frozenset(),
+        taylor=taylor
+        or series.elementwise(
+            tuple(_taylor_partial(label, d) for d in partials),
+            _broadcast_like,
+            reads_output="output" in reads,
+        ),
         # a ufunc's result is allocated as NumPy's are; scipy.stats' own functions promise less
         layout=Layout.ELEMENTWISE if dtype is None else Layout.UNKNOWN,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tracegrad.core import bind
 from tracegrad.primitives import elementwise as ew
+from tracegrad.primitives import series
 from tracegrad.primitives.special._base import (
     _IN,
     _OUT,
@@ -18,7 +19,8 @@ from tracegrad.primitives.special._base import (
 )
 
 # fmt: off
-expit_p     = _u("expit",     lambda x, out: out * (1.0 - out), reads=_OUT)
+expit_p     = _u("expit",     lambda x, out: out * (1.0 - out), reads=_OUT,
+                 taylor=series.unary(series.logistic_terms))
 logit_p     = _u("logit",     lambda x, out: 1.0 / (x * (1.0 - x)), reads=_IN)
 log_expit_p = _u("log_expit", lambda x, out: expit(ew.negative(x)), reads=_IN)
 erf_p       = _u("erf",       lambda x, out: (2 / _SQRT_PI) * exp(ew.negative(x * x)), reads=_IN)

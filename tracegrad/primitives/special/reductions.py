@@ -23,12 +23,14 @@ from tracegrad.primitives.broadcasting import (
     sum,  # noqa: A004 - the sum primitive
     unbroadcast,
 )
+from tracegrad.primitives.series import of_function
 from tracegrad.primitives.shape import ascontiguousarray
 from tracegrad.primitives.special._base import (
     _call_text,
     _real_only,
     _scipy,
     exp,
+    log,
     where,
 )
 from tracegrad.primitives.views import move_to_front, reshape
@@ -148,6 +150,28 @@ def _lse_vjp(i):
     return rule
 
 
+def _lse_taylor(primals, series_in, *, out, axis, keepdims):
+    # log(sign sum(b exp(a - out))) + out, with the primal output held fixed: the sum is 1 at
+    # t = 0, so its log's series is the output's; an empty slice (out = -inf) sums to 1
+    # instead (a constant). The sign is piecewise constant: no series.
+    sign = isinstance(out, tuple)
+    base = _lse_base([shape_of(p) for p in primals])
+    if 0 in base:
+        return (None, None) if sign else None
+    o, s = out if sign else (out, None)
+    empty = ew.equal(o, -math.inf)
+    shift = keep_axes(where(empty, 0.0, o), base, axis, keepdims)
+
+    def shifted_log(*xs):
+        w = exp(xs[0] - shift)
+        w = _broadcast_to_shape(w if len(xs) == 1 else w * xs[1], base)
+        total = sum(w, axis, keepdims)
+        return log(where(empty, 1.0, total if s is None else total * s))
+
+    terms = of_function(shifted_log, primals, series_in)
+    return (terms, None) if sign else terms
+
+
 def _lse_batch(prim):
     sign = prim.multiple_results
 
@@ -178,6 +202,7 @@ def _logsumexp_primitive(name: str, sign: bool) -> Primitive:
         batch=_rule_for(_lse_batch),
         emit=_lse_emit(sign),
         multiple_results=sign,
+        taylor=_lse_taylor,
     )
 
 
