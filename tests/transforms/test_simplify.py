@@ -142,6 +142,25 @@ def test_layouts_of_arguments_are_not_assumed():
     assert_bitwise_equal(c(xc), f(xc))
 
 
+def test_a_fresh_one_dimensional_value_times_ones_is_the_value():
+    # np.cos(x) of any 1-d x is a fresh C-contiguous array, so cos(x) * ones is cos(x) itself
+    # (Taylor mode multiplies by its all-ones direction); in 2-d, cos of an F-ordered x is
+    # F-ordered, and the product with a C-ordered constant is not, so the product stays.
+    ones = np.ones(7)
+    f = lambda x: np.cos(x) * ones  # noqa: E731
+    for x in (np.linspace(0.0, 1.0, 7), np.linspace(0.0, 1.0, 14)[::2]):
+        s = _checked(tg.make_graph(f)(x))
+        assert _count(s, "multiply") == 0
+        assert_bitwise_equal(s(x), f(x))
+        assert s(x).strides == f(x).strides
+    ones2 = np.ones((3, 4))
+    g = lambda x: np.cos(x) * ones2  # noqa: E731
+    x2 = np.asfortranarray(np.ones((3, 4)))
+    s = _checked(tg.make_graph(g)(x2))
+    assert _count(s, "multiply") == 1
+    assert s(x2).strides == g(x2).strides
+
+
 @pytest.mark.parametrize("contiguous", [False, True])
 @pytest.mark.parametrize("dtype", FLOATS)
 @given(data=st.data())

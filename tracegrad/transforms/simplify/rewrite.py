@@ -347,7 +347,10 @@ class _Pass:
         ins = node.inputs
         classes = [_C if self.is_c(e) else self.layout.get(e.node, _ANY) for e in ins]
         base = classes[prim.view_of] if prim.view_of is not None else _ANY
-        return lay.classify(prim.layout, classes, base)
+        cls = lay.classify(prim.layout, classes, base)
+        if cls == _DENSE and all(len(a.shape) <= 1 for a in avals):
+            return _C  # in one dimension, dense with a positive stride is C order
+        return cls
 
     def fresh_of(self, node: Node) -> bool:
         prim = node.prim
