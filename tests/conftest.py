@@ -34,6 +34,7 @@ ORACLES = {
     "jax": ("jax", "jax.numpy"),
     "autograd": ("autograd", "autograd.numpy"),
     "scipy": ("scipy.differentiate", "scipy.optimize", "scipy.special"),
+    "sympy": ("sympy",),
 }
 
 
