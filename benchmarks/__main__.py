@@ -28,6 +28,8 @@ BENCHMARKS = (
     "jit_overhead",
     "hessian",
     "shim_mlp_step",
+    "shim_cnn_step",
+    "shim_lstm_step",
     "shim_chain",
     "chain_scaling",
     "memory",
@@ -35,6 +37,7 @@ BENCHMARKS = (
     "mixture_likelihood",
     "gp_likelihood",
     "spectral_loss",
+    "taylor_derivatives",
     "checkpoint_memory",
     "diagnostics_overhead",
 )

@@ -13,18 +13,14 @@ of the shim's step and lists cProfile's top entries.
 
 from __future__ import annotations
 
-import cProfile
-import io
-import pstats
-import time
-
 import numpy as np
 
 import tracegrad as tg
 import tracegrad.torch.nn as nn
 import tracegrad.torch.optim as optim
-from benchmarks.harness import Table, compare, fmt_time, quartiles
+from benchmarks import shim_steps
 from benchmarks.report import cli, optional, skipped
+from benchmarks.shim_steps import check_same_numbers, report_steps
 
 BATCH, D_IN, HIDDEN, D_OUT = 32, 64, 256, 10
 LR = 0.01
@@ -105,69 +101,9 @@ class Handwritten:
 
 
 def torch_step(torch, params, x, y):
-    model = torch.nn.Sequential(
-        torch.nn.Linear(D_IN, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, D_OUT)
-    )
-    model.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
-    loss_fn = torch.nn.MSELoss()
-    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
-    tx, ty = torch.tensor(x), torch.tensor(y)
-
-    def step():
-        optimizer.zero_grad()
-        loss = loss_fn(model(tx), ty)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    step.params = lambda: {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    return step
-
-
-def check_same_numbers(steps, n=3) -> None:
-    """Every implementation takes the same steps from the same start (float32 rounding)."""
-    ref = None
-    for step in steps:
-        for _ in range(n):
-            step()
-        got = step.params()
-        if ref is None:
-            ref = got
-        for k in ref:
-            np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-6)
-
-
-def phases(shim: Shim, n=400) -> dict[str, float]:
-    """Median seconds of each phase of the shim's step, timed inside running steps."""
-    model, loss_fn, opt, x, y = shim.model, shim.loss_fn, shim.optimizer, shim.x, shim.y
-    times = {"zero_grad": [], "forward + loss (recording)": [], "backward": [], "step": []}
-    clock = time.perf_counter
-    for _ in range(n):
-        t0 = clock()
-        opt.zero_grad()
-        t1 = clock()
-        loss = loss_fn(model(x), y)
-        t2 = clock()
-        loss.backward()
-        t3 = clock()
-        opt.step()
-        t4 = clock()
-        for name, t in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
-            times[name].append(t)
-    return {name: float(np.median(ts)) for name, ts in times.items()}
-
-
-def profile(shim: Shim, n=300, top=12) -> str:
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(n):
-        shim()
-    prof.disable()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).strip_dirs().sort_stats("tottime").print_stats(top)
-    lines = out.getvalue().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls"))
-    return "\n".join(lines[start : start + top + 1])
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(D_IN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, D_OUT))
+    return shim_steps.torch_step(torch, model, nn.MSELoss(), LR, params, x, y)
 
 
 def run(opts):
@@ -189,19 +125,7 @@ def run(opts):
         f"MLP {D_IN}-{HIDDEN}-{D_OUT}, batch {BATCH}, float32, one SGD step "
         "(zero_grad, forward, loss, backward, step)"
     )
-    result = compare(title, systems, "handwritten NumPy", quick=opts.quick)
-    if torch is not None:
-        q25, q50, q75 = quartiles(result.ratios("tracegrad shim", "PyTorch eager"))
-        result.notes.append(
-            f"tracegrad shim / PyTorch eager, per round: median {q50:.2f} "
-            f"(quartiles {q25:.2f} - {q75:.2f})"
-        )
-    yield result.table()
-    n = 100 if opts.quick else 400
-    rows = [[name, fmt_time(t)] for name, t in phases(shim, n).items()]
-    yield Table(f"where the shim's step goes (median of {n} steps)", ["phase", "time"], rows)
-    n = 100 if opts.quick else 300
-    yield f"cProfile, {n} shim steps, top entries by own time:\n\n```\n{profile(shim, n)}\n```"
+    yield from report_steps(opts, title, systems, "handwritten NumPy", goal=None)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@ Each is a composition of the PyTorch-named tensor functions in `tracegrad.torch.
 gradients are the primitives' rules. Softmax-based losses go through the stable `log_softmax`
 (max subtracted before `exp`), so logits of 1000 give finite losses and gradients. Messages
 are PyTorch's, with dtype names written as NumPy's.
+
+Over 600 lines: this is PyTorch's one namespace of layer functions; about a third of it
+gathers the convolution, pooling, normalisation, loss and attention functions from the
+modules beside it that implement them.
 """
 
 from __future__ import annotations
@@ -16,6 +20,79 @@ import numpy as np
 
 from tracegrad.torch import ops
 from tracegrad.torch.dtypes import get_default_dtype
+from tracegrad.torch.nn.attention import (
+    multi_head_attention_forward,
+    scaled_dot_product_attention,
+)
+from tracegrad.torch.nn.convolution import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    fold,
+    unfold,
+)
+from tracegrad.torch.nn.distance import cosine_similarity, pairwise_distance, pdist
+from tracegrad.torch.nn.dropout import (
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
+from tracegrad.torch.nn.embedding import (
+    embedding,
+    embedding_bag,
+)
+from tracegrad.torch.nn.losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    ctc_loss,
+    gaussian_nll_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    poisson_nll_loss,
+    resolve_reduction,
+    smooth_l1_loss,
+)
+from tracegrad.torch.nn.losses_margin import (
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_soft_margin_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
+from tracegrad.torch.nn.normalization import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    local_response_norm,
+)
+from tracegrad.torch.nn.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
+from tracegrad.torch.nn.resampling import (
+    grid_sample,
+    interpolate,
+    pad,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
 from tracegrad.torch.ops import creation
 from tracegrad.torch.ops.conventions import _named
 from tracegrad.torch.ops.inplace import rebind
@@ -23,24 +100,80 @@ from tracegrad.torch.ops.matrices import one_hot
 from tracegrad.torch.tensor import Tensor
 
 __all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "alpha_dropout",
+    "avg_pool1d",
+    "avg_pool2d",
+    "avg_pool3d",
+    "batch_norm",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "cosine_embedding_loss",
+    "cosine_similarity",
     "cross_entropy",
+    "ctc_loss",
     "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     "elu",
+    "embedding",
+    "embedding_bag",
+    "feature_alpha_dropout",
+    "fold",
+    "gaussian_nll_loss",
     "gelu",
+    "grid_sample",
+    "group_norm",
+    "hinge_embedding_loss",
+    "huber_loss",
+    "instance_norm",
+    "interpolate",
+    "kl_div",
+    "l1_loss",
     "layer_norm",
     "leaky_relu",
     "linear",
+    "local_response_norm",
     "log_softmax",
+    "margin_ranking_loss",
+    "max_pool1d",
+    "max_pool2d",
+    "max_pool3d",
     "mse_loss",
+    "multi_head_attention_forward",
+    "multi_margin_loss",
+    "multilabel_soft_margin_loss",
     "nll_loss",
     "normalize",
     "one_hot",
+    "pad",
+    "pairwise_distance",
+    "pdist",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "poisson_nll_loss",
     "relu",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
+    "smooth_l1_loss",
+    "soft_margin_loss",
     "softmax",
     "softplus",
     "tanh",
+    "triplet_margin_loss",
+    "unfold",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -318,8 +451,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """Mean (or sum, or none) of the squared differences; a target of another shape warns, as
     in PyTorch, and is broadcast."""
-    _legacy(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = resolve_reduction(size_average, reduce, reduction)
     x, y = _tensor(input), _tensor(target)
     if x.shape != y.shape:
         warnings.warn(
@@ -331,14 +463,6 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         )
         broadcast_shapes(x.shape, y.shape)
     return _reduce(ops.square(ops.sub(x, y)), reduction)
-
-
-def _legacy(size_average, reduce) -> None:
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError(
-            "size_average and reduce are deprecated in PyTorch and not supported by tracegrad; "
-            "use reduction='mean' | 'sum' | 'none'"
-        )
 
 
 _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.uint8))
@@ -390,8 +514,7 @@ def nll_loss(
 ):
     """Negative log likelihood of the class `target[i]` given log-probabilities `input` (the
     class axis is 1, or 0 for a 1-D input); `weight` weighs classes, `ignore_index` skips."""
-    _legacy(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = resolve_reduction(size_average, reduce, reduction)
     x, t = _tensor(input), _tensor(target)
     _check_targets(x, t)
     class_dim = 0 if x.ndim == 1 else 1
@@ -443,17 +566,16 @@ def cross_entropy(
     """Cross entropy of `softmax(input)` over the class axis (1, or 0 for a 1-D input) against
     class indices (integer `target`) or class probabilities (a float `target` shaped like
     `input`), computed from the stable `log_softmax`."""
-    _legacy(size_average, reduce)
-    _check_reduction(reduction)
+    reduction = resolve_reduction(size_average, reduce, reduction)
     x, t = _tensor(input), _tensor(target)
     class_dim = 0 if x.ndim == 1 else 1
     if x.shape == t.shape:
         return _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:  # a negative one is no smoothing, as in PyTorch
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     logp = ops.log_softmax(x, class_dim)
     nll = nll_loss(logp, t, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing == 0.0:
+    if label_smoothing <= 0.0:  # PyTorch ignores a negative one
         return nll
     n_classes = x.shape[class_dim]
     labels = t._cell.value.astype(np.int64)
@@ -484,7 +606,7 @@ def _cross_entropy_probs(x, t, weight, ignore_index, reduction, label_smoothing)
         )
     if ignore_index >= 0:
         raise RuntimeError("ignore_index is not supported for floating point target")
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:  # a negative one is no smoothing, as in PyTorch
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if x.ndim == 1 else 1
     n_classes = x.shape[class_dim]

@@ -18,6 +18,7 @@ from tracegrad.torch.creation_from_data import _check_device
 from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.nn import functional as F
 from tracegrad.torch.nn import init
+from tracegrad.torch.nn.losses import legacy_reduction
 from tracegrad.torch.nn.module import Module, Parameter, _addindent
 from tracegrad.torch.ops import empty, flatten
 
@@ -422,7 +423,8 @@ class LayerNorm(Module):
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        F._legacy(size_average, reduce)
+        if size_average is not None or reduce is not None:
+            reduction = legacy_reduction(size_average, reduce)
         self.reduction = reduction
 
 

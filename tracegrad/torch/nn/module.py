@@ -2,8 +2,8 @@
 
 A module registers the `Parameter`s, buffers and sub-modules assigned to its attributes (in
 `__setattr__`, as PyTorch does), so `parameters()`, `named_parameters()` (dotted names),
-`state_dict()` and `load_state_dict()` walk the tree. Messages are PyTorch's, with tensor
-type names written as NumPy dtype names.
+`state_dict()` and `load_state_dict()` walk the tree; calling a module runs its hooks
+(`module_hooks`). Messages are PyTorch's, with tensor type names written as NumPy dtype names.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import numpy as np
 
 from tracegrad.torch.dtypes import get_default_dtype
 from tracegrad.torch.grad_mode import no_grad
+from tracegrad.torch.hooks import RemovableHandle
+from tracegrad.torch.nn.module_hooks import call_with_hooks
 from tracegrad.torch.tensor import Tensor, _Cell, _readonly
 
 
@@ -74,6 +76,7 @@ class Module:
     """Base class of layers and models: override `forward`; call the module to run it."""
 
     training: bool
+    _version = 1  # of the state_dict layout; a layer that changes it bumps it (BatchNorm: 2)
 
     def __init__(self) -> None:
         set_ = object.__setattr__
@@ -82,6 +85,11 @@ class Module:
         set_(self, "_buffers", {})
         set_(self, "_non_persistent_buffers_set", set())
         set_(self, "_modules", {})
+        # hooks, in call order: entries are tuples (a handle removes its own entry)
+        set_(self, "_forward_pre_hooks", [])  # (hook, with_kwargs)
+        set_(self, "_forward_hooks", [])  # (hook, with_kwargs, always_call)
+        set_(self, "_backward_pre_hooks", [])  # (hook,)
+        set_(self, "_backward_hooks", [])  # (hook,)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -89,7 +97,53 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if (
+            d.get("_forward_pre_hooks")
+            or d.get("_forward_hooks")
+            or d.get("_backward_hooks")
+            or d.get("_backward_pre_hooks")
+        ):
+            return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # -- hooks ----------------------------------------------------------------------------------
+    @staticmethod
+    def _add_hook(hooks: list, entry: tuple, prepend: bool) -> RemovableHandle:
+        hooks.insert(0 if prepend else len(hooks), entry)
+        return RemovableHandle(hooks, entry)
+
+    def register_forward_pre_hook(
+        self, hook, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """`hook(module, args)` (or `hook(module, args, kwargs)` `with_kwargs`) runs before
+        `forward`; what it returns (not None) replaces the arguments (a non-tuple becomes a
+        1-tuple; `with_kwargs`, an `(args, kwargs)` pair)."""
+        return self._add_hook(self._forward_pre_hooks, (hook, with_kwargs), prepend)
+
+    def register_forward_hook(
+        self, hook, *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
+    ) -> RemovableHandle:
+        """`hook(module, args, output)` (or `(module, args, kwargs, output)`) runs after
+        `forward`; a returned value replaces the output. `always_call`: also when `forward`
+        raised."""
+        return self._add_hook(self._forward_hooks, (hook, with_kwargs, always_call), prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_output)` runs when the outputs' gradients are known; a returned
+        tuple replaces them."""
+        return self._add_hook(self._backward_pre_hooks, (hook,), prepend)
+
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_input, grad_output)` runs when the gradients of the module's
+        tensor inputs are known; a returned tuple replaces `grad_input`."""
+        return self._add_hook(self._backward_hooks, (hook,), prepend)
+
+    def register_backward_hook(self, hook):
+        raise NotImplementedError(
+            "register_backward_hook (deprecated in PyTorch) is not supported by tracegrad; use "
+            "register_full_backward_hook"
+        )
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value) -> None:
@@ -274,6 +328,25 @@ class Module:
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
+    def get_parameter(self, target: str) -> Parameter:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(module, name)
+
     def get_submodule(self, target: str) -> Module:
         module = self
         for item in target.split(".") if target else ():
@@ -341,9 +414,12 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> Module:
-        """`to(dtype)`: floating-point parameters and buffers take `dtype` (device 'cpu' only)."""
+        """`to(dtype)`: floating-point parameters and buffers take `dtype` (device 'cpu' only;
+        `non_blocking` and `memory_format` are accepted and mean nothing here)."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
         for a in args:
@@ -373,6 +449,19 @@ class Module:
     def float(self) -> Module:  # noqa: A003 - PyTorch's name
         return self._apply(lambda t: t.float() if t.dtype.kind == "f" else t)
 
+    def half(self) -> Module:
+        return self._apply(lambda t: t.half() if t.dtype.kind == "f" else t)
+
+    def bfloat16(self) -> Module:
+        """Refused: NumPy, under tracegrad's tensors, has no bfloat16."""
+        raise TypeError(
+            "bfloat16 is not supported by tracegrad (NumPy has no bfloat16 dtype); use half() "
+            "or float()"
+        )
+
+    def share_memory(self) -> Module:
+        return self
+
     def cpu(self) -> Module:
         return self
 
@@ -382,6 +471,10 @@ class Module:
         the module's storage (`keep_vars=True` gives the parameters themselves)."""
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        metadata = getattr(destination, "_metadata", None)
+        if metadata is not None:  # the layout's version, per module (PyTorch's `_metadata`)
+            metadata[prefix[:-1]] = {"version": self._version}
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
@@ -406,7 +499,8 @@ class Module:
         missing: list[str] = []
         unexpected: list[str] = []
         errors: list[str] = []
-        self._load(dict(state_dict), "", missing, unexpected, errors, assign)
+        metadata = getattr(state_dict, "_metadata", None)
+        self._load(dict(state_dict), "", missing, unexpected, errors, assign, metadata)
         if strict:
             if unexpected:
                 keys = ", ".join(f'"{k}"' for k in unexpected)
@@ -421,7 +515,9 @@ class Module:
             )
         return _IncompatibleKeys(missing, unexpected)
 
-    def _load(self, state_dict, prefix, missing, unexpected, errors, assign) -> None:
+    def _load(self, state_dict, prefix, missing, unexpected, errors, assign, metadata=None):
+        """Loads this module's entries of `state_dict` (keys under `prefix`), then its
+        children's; `metadata` is the checkpoint's `_metadata` (layout versions), if any."""
         local = {
             name: v
             for name, v in [*self._parameters.items(), *self._buffers.items()]
@@ -459,7 +555,7 @@ class Module:
             if module is not None:
                 sub = prefix + name + "."
                 child = {k: v for k, v in state_dict.items() if k.startswith(sub)}
-                module._load(child, sub, missing, unexpected, errors, assign)
+                module._load(child, sub, missing, unexpected, errors, assign, metadata)
 
     def _load_one(self, name: str, target: Tensor, value, assign: bool) -> None:
         if not isinstance(value, Tensor):

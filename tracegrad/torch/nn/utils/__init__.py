@@ -1,0 +1,26 @@
+"""`tracegrad.torch.nn.utils`: gradient clipping, parameters as one vector, and `rnn` (packed
+sequences)."""
+
+from tracegrad.torch.nn.utils import rnn
+from tracegrad.torch.nn.utils.clip_grad import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+)
+from tracegrad.torch.nn.utils.convert_parameters import (
+    parameters_to_vector,
+    vector_to_parameters,
+)
+
+__all__ = [
+    "clip_grad_norm",
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "clip_grads_with_norm_",
+    "get_total_norm",
+    "parameters_to_vector",
+    "rnn",
+    "vector_to_parameters",
+]
