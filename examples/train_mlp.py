@@ -1,49 +1,91 @@
-"""PyTorch's documentation example (a two-layer network fit with torch.optim), run by tracegrad.
+"""A complete PyTorch training script (Dataset, DataLoader, model, optimiser, learning-rate
+scheduler, training loop, evaluation), run by tracegrad.
 
 The only change from PyTorch's text is the import: `import tracegrad.torch as torch` and
-`from tracegrad.torch import nn, optim` in place of `import torch` and
-`from torch import nn, optim`.
-Run: python examples/train_mlp.py  (in under a second the loss falls from about 1 to almost 0:
-the 64 random targets are memorised).
+`from tracegrad.torch import nn` / `from tracegrad.torch.utils.data import ...` in place of
+`import torch`, `from torch import nn` and `from torch.utils.data import ...`.
+An MLP learns a smooth function of 8 inputs (a fixed random "teacher") from 512 samples and is
+evaluated on 256 held-out ones.
+Run: python examples/train_mlp.py  (in about two seconds it prints the loss before training,
+one line per epoch, `epoch training-loss learning-rate`, then `eval held-out-loss`: the mean
+squared error falls from about 0.16 to about 0.001).
 """
 
 import tracegrad.torch as torch
-from tracegrad.torch import nn, optim
+from tracegrad.torch import nn
+from tracegrad.torch.utils.data import DataLoader, Dataset
 
 torch.manual_seed(0)
 
-# N is batch size; D_in is input dimension;
-# H is hidden dimension; D_out is output dimension.
-N, D_in, H, D_out = 64, 32, 64, 4
+D_in, H, D_out = 8, 64, 2
 
-# Create random Tensors to hold inputs and outputs
-input = torch.randn(N, D_in)
-target = torch.randn(N, D_out)
+# The function to learn: a fixed random smooth map from 8 inputs to 2 outputs.
+A = torch.randn(D_in, 4) * 0.5 / D_in**0.5
+B = torch.randn(4, D_out)
 
-# Use the nn package to define our model and loss function.
+
+def teacher(x):
+    return torch.sin(x @ A) @ B
+
+
+class TeacherDataset(Dataset):
+    """`n` random inputs and the teacher's outputs for them, one (input, target) pair per
+    index; a DataLoader batches them."""
+
+    def __init__(self, n, generator):
+        self.inputs = torch.randn(n, D_in, generator=generator)
+        self.targets = teacher(self.inputs)
+
+    def __len__(self):
+        return len(self.inputs)
+
+    def __getitem__(self, index):
+        return self.inputs[index], self.targets[index]
+
+
+train_data = TeacherDataset(512, torch.Generator().manual_seed(1))
+test_data = TeacherDataset(256, torch.Generator().manual_seed(2))
+train_loader = DataLoader(train_data, batch_size=64, shuffle=True)
+test_loader = DataLoader(test_data, batch_size=128)
+
 model = nn.Sequential(
     nn.Linear(D_in, H),
-    nn.ReLU(),
+    nn.Tanh(),
+    nn.Linear(H, H),
+    nn.Tanh(),
     nn.Linear(H, D_out),
 )
 loss_fn = nn.MSELoss()
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+# halve the learning rate every 8 epochs
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=8, gamma=0.5)
 
-# Use the optim package to define an Optimizer that will update the weights of
-# the model for us.
-optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-for t in range(300):
-    # Before the backward pass, zero the gradients of the weights the optimizer updates
-    # (by default, gradients are accumulated in .grad whenever .backward() is called).
-    optimizer.zero_grad()
+def train_one_epoch():
+    model.train()
+    total = 0.0
+    for inputs, targets in train_loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        total += loss.item() * len(inputs)
+    return total / len(train_loader.dataset)
 
-    # Forward pass: compute predicted y by passing input to the model, then the loss.
-    loss = loss_fn(model(input), target)
-    if t % 50 == 0 or t == 299:
-        print(t, loss.item())
 
-    # Backward pass: compute the gradient of the loss with respect to the parameters.
-    loss.backward()
+def evaluate():
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for inputs, targets in test_loader:
+            total += loss_fn(model(inputs), targets).item() * len(inputs)
+    return total / len(test_loader.dataset)
 
-    # Calling the step function on an Optimizer makes an update to our parameters.
-    optimizer.step()
+
+print(0, f"{evaluate():.6f}", "(before training)")
+for epoch in range(1, 21):
+    train_loss = train_one_epoch()
+    print(epoch, f"{train_loss:.6f}", f"{scheduler.get_last_lr()[0]:.4g}")
+    scheduler.step()
+
+print("eval", f"{evaluate():.6f}")
