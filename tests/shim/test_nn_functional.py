@@ -1,5 +1,5 @@
-"""tracegrad.torch.nn.functional against torch: silu, softplus, leaky_relu, elu, gelu (tanh),
-dropout, layer_norm and normalize, functional and module forms. Values, first and second
+"""tracegrad.torch.nn.functional against torch: silu, softplus, leaky_relu, elu, gelu (exact
+and tanh), dropout, layer_norm and normalize, functional and module forms. Values, first and second
 derivatives in float64 at 1e-12, stability at |x| = 1e3, dropout statistics, reprs and
 messages."""
 
@@ -90,6 +90,7 @@ ACTIVATIONS = [
     ),
     ("elu", F.elu, lambda TF: TF.elu, True),
     ("elu-alpha0.5", lambda x: F.elu(x, alpha=0.5), lambda TF: lambda x: TF.elu(x, 0.5), True),
+    ("gelu", F.gelu, lambda TF: TF.gelu, True),
     (
         "gelu-tanh",
         lambda x: F.gelu(x, approximate="tanh"),
@@ -151,6 +152,7 @@ def test_grad_fn_names_match_torch(torch):
         (F.leaky_relu, torch.nn.functional.leaky_relu),
         (F.elu, torch.nn.functional.elu),
         (lambda t: F.gelu(t, "tanh"), lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
+        (F.gelu, torch.nn.functional.gelu),
         (lambda t: F.layer_norm(t, (3,)), lambda t: torch.nn.functional.layer_norm(t, (3,))),
         (lambda t: F.normalize(t, dim=0), lambda t: torch.nn.functional.normalize(t, dim=0)),
     ]
@@ -192,12 +194,9 @@ def test_inplace_variants_match_torch(torch, name, ours, theirs):
     )
 
 
-def test_gelu_exact_form_is_not_supported_and_names_tanh(torch):
+def test_gelu_takes_torchs_approximate_argument(torch):
     x = tt.tensor([1.0, 2.0])
-    for call in (lambda: F.gelu(x), lambda: F.gelu(x, "none"), lambda: nn.GELU()(x)):
-        with pytest.raises(NotImplementedError, match="approximate='tanh'"):
-            call()
-    assert "approximate='tanh'" in F.gelu.__doc__
+    np.testing.assert_array_equal(nn.GELU()(x).numpy(), F.gelu(x, "none").numpy())
     assert_same_error(
         lambda: F.gelu(x, approximate="foo"),
         lambda: torch.nn.functional.gelu(torch.tensor([1.0]), approximate="foo"),

@@ -370,3 +370,25 @@ def test_no_grad_in_place_update_of_a_leaf():
             p -= 0.5 * p.grad
         assert p.is_leaf and p.requires_grad and p.grad_fn is None
         assert p.tolist() == [0.0, 0.0] and p._version == 1
+
+
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float64", "float16", "uint8", "int8", "int16", "int32", "int64", "bool"]
+)
+def test_type_names_and_casts_match_torch(dtype):
+    for M in (torch, tt):
+        x = M.zeros(2, dtype=getattr(M, dtype))
+        assert x.type() == torch.zeros(2, dtype=getattr(torch, dtype)).type()
+        assert x.type(dtype=M.float64).dtype == M.float64
+        assert x.type("torch.LongTensor").dtype == M.int64
+        assert x.type(x.dtype) is x  # unchanged: the tensor itself, as `to`
+    with pytest.raises(ValueError, match=re.escape("invalid type: 'torch.Float'")):
+        tt.ones(2).type("torch.Float")
+    with pytest.raises(ValueError, match=re.escape("invalid type: 'torch.Float'")):
+        torch.ones(2).type("torch.Float")
+
+
+def test_type_casts_carry_the_gradient():
+    x = tt.tensor([1.0, 2.0], requires_grad=True)
+    (x.type(tt.float64) ** 2).sum().backward()
+    assert x.grad.dtype == tt.float32 and x.grad.tolist() == [2.0, 4.0]

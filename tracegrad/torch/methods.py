@@ -177,6 +177,7 @@ from tracegrad.torch.ops.selection import (
 )
 from tracegrad.torch.ops.shapes import (
     _to,
+    _type,
     chunk,
     clone,
     contiguous,
@@ -411,6 +412,7 @@ _METHODS = {
     "contiguous": contiguous,
     "to": _to,
     "type_as": lambda self, other: _to(self, other.dtype),
+    "type": _type,
     "float": lambda self: _to(self, np.float32),
     "double": lambda self: _to(self, np.float64),
     "half": lambda self: _to(self, np.float16),

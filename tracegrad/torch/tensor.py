@@ -565,7 +565,8 @@ class Tensor(Boxed):
     index_put, masked_scatter, take = _implemented("index_put", "masked_scatter", "take")
     (take_along_dim,) = _implemented("take_along_dim")
     # dtypes, devices, new tensors
-    to, type_as, float, double, half = _implemented("to", "type_as", "float", "double", "half")
+    to, type, type_as = _implemented("to", "type", "type_as")
+    float, double, half = _implemented("float", "double", "half")
     int, long, bool, cpu, cuda = _implemented("int", "long", "bool", "cpu", "cuda")
     is_floating_point, new_zeros = _implemented("is_floating_point", "new_zeros")
     new_ones, new_empty, new_full = _implemented("new_ones", "new_empty", "new_full")

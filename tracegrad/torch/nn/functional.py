@@ -334,21 +334,20 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):
 
 _GELU_BETA = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5  # sqrt(2 / pi), as ATen's
 _GELU_KAPPA = 0.044715
+_SQRT1_2 = math.sqrt(0.5)  # M_SQRT1_2
 
 
 def gelu(input, approximate: str = "none"):
-    """GELU. Only `approximate='tanh'` is supported: `0.5 * x * (1 + tanh(sqrt(2 / pi) *
-    (x + 0.044715 * x**3)))`, evaluated as PyTorch evaluates it. The exact form,
-    `approximate='none'` (PyTorch's default), is `x * Phi(x)` and needs `erf`, which
-    tracegrad has no primitive for: it raises `NotImplementedError`; pass
-    `approximate='tanh'` instead."""
+    """GELU, evaluated as ATen evaluates it: the exact form (PyTorch's default)
+    `x * 0.5 * (1 + erf(x / sqrt(2)))`, or with `approximate='tanh'`
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))`. The exact form's erf is
+    SciPy's (`pip install 'tracegrad[scipy]'`)."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     if approximate == "none":
-        raise NotImplementedError(
-            "gelu: approximate='none' (the exact GELU) needs erf, which tracegrad does not "
-            "have; use approximate='tanh'"
-        )
+        x = _float(input)
+        erf = ops.erf(ops.mul(x, _SQRT1_2))
+        return _named(ops.mul(ops.mul(x, 0.5), ops.add(erf, 1.0)), "GeluBackward0", (x,))
     x = _float(input)
     cube = ops.mul(ops.mul(x, x), x)
     inner = ops.mul(ops.add(x, ops.mul(cube, _GELU_KAPPA)), _GELU_BETA)

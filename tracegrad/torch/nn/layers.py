@@ -335,8 +335,7 @@ class ELU(Module):
 
 
 class GELU(Module):
-    """GELU; tracegrad supports only `approximate='tanh'` (the exact form needs erf: with
-    PyTorch's default `'none'` the forward raises `NotImplementedError`)."""
+    """GELU: the exact form (`approximate='none'`, the default) or its tanh approximation."""
 
     def __init__(self, approximate: str = "none"):
         super().__init__()

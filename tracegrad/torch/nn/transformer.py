@@ -12,7 +12,6 @@ the nested-tensor warning of `TransformerEncoder` is, since users see it.
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 
 import numpy as np
@@ -191,8 +190,8 @@ def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
 
 
 def _gelu(x):
-    """The exact GELU, `x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))` (PyTorch's default)."""
-    return ops.mul(ops.mul(x, 0.5), ops.add(ops.erf(ops.mul(x, 1 / math.sqrt(2.0))), 1.0))
+    """The exact GELU (PyTorch's default)."""
+    return F.gelu(x)
 
 
 def _get_activation_fn(activation: str):

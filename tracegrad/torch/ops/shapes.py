@@ -234,6 +234,36 @@ def _to(input, *args, copy=False, non_blocking=False, memory_format=None, **kwar
     return input._astype(dtype)
 
 
+# PyTorch's legacy tensor-type names of the CPU dtypes, as `Tensor.type()` gives them
+_TYPE_NAMES = {
+    np.dtype(np.float32): "FloatTensor",
+    np.dtype(np.float64): "DoubleTensor",
+    np.dtype(np.float16): "HalfTensor",
+    np.dtype(np.uint8): "ByteTensor",
+    np.dtype(np.int8): "CharTensor",
+    np.dtype(np.int16): "ShortTensor",
+    np.dtype(np.int32): "IntTensor",
+    np.dtype(np.int64): "LongTensor",
+    np.dtype(np.bool_): "BoolTensor",
+    np.dtype(np.complex64): "ComplexFloatTensor",
+    np.dtype(np.complex128): "ComplexDoubleTensor",
+}
+_TYPES_BY_NAME = {f"torch.{name}": dtype for dtype, name in _TYPE_NAMES.items()}
+
+
+def _type(input, dtype=None, non_blocking=False, **kwargs):
+    """`Tensor.type()`: the type's name (`'torch.FloatTensor'`); `type(dtype)` or
+    `type('torch.DoubleTensor')`: the tensor cast as `to(dtype)` (itself if unchanged)."""
+    dtype = kwargs.pop("dtype", dtype)
+    if dtype is None:
+        return f"torch.{_TYPE_NAMES[input.dtype]}"
+    if isinstance(dtype, str):
+        if dtype not in _TYPES_BY_NAME:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = _TYPES_BY_NAME[dtype]
+    return _to(input, dtype)
+
+
 __all__ = [
     "reshape",
     "view",
