@@ -237,6 +237,11 @@ def _both(torch, fn_name, *shapes, dtypes=None, **kwargs):
         ("unfold", [(1, 2, 3, 4, 5)], {"kernel_size": 2}),
         ("fold", [(1, 2, 3, 4)], {"output_size": (4, 4), "kernel_size": 2}),
         ("fold", [(1, 12, 8)], {"output_size": (4, 4), "kernel_size": 2}),
+        ("unfold", [(1, 0, 4, 4)], {"kernel_size": 2}),
+        ("unfold", [(1, 2, 4, 4)], {"kernel_size": (2, 2, 2)}),
+        ("unfold", [(1, 2, 4, 4)], {"kernel_size": 2, "stride": (1, 1, 1)}),
+        ("fold", [(1, 8, 9)], {"output_size": (4, 4, 4), "kernel_size": 2}),
+        ("fold", [(1, 8, 9)], {"output_size": 4, "kernel_size": 2, "dilation": (1,)}),
     ],
     ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}",
 )

@@ -461,3 +461,15 @@ def test_norm_at_zero_has_a_finite_gradient():
     x = tt.tensor([3.0, 4.0], dtype=np.float64, requires_grad=True)
     x.norm().backward()
     np.testing.assert_allclose(values(x.grad), [0.6, 0.8])
+
+
+@pytest.mark.parametrize("name", ["elu", "leaky_relu", "silu", "gelu", "softplus", "normalize"])
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_integer_and_bool_inputs_are_refused_as_torch_refuses_them(torch, name, dtype):
+    assert_same_error(
+        lambda: getattr(F, name)(tt.tensor([[1, 0]], dtype=getattr(tt, dtype))),
+        lambda: getattr(torch.nn.functional, name)(
+            torch.tensor([[1, 0]], dtype=getattr(torch, dtype))
+        ),
+        scalar_names=name != "normalize",  # linalg's messages keep c10's names, as elsewhere
+    )

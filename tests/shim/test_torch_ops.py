@@ -1038,6 +1038,7 @@ _ELSEWHERE = {
 _METHODS_ELSEWHERE = (
     {"normal_", "uniform_", "cuda", "backward", "_bind_eager"}
     | {"bernoulli", "multinomial", "device", "is_cpu", "is_cuda"}  # test_torch_device_random
+    | {"type"}  # test_tensor_basics
     | {
         "real",
         "imag",

@@ -369,23 +369,27 @@ def conv_transpose3d(
 # -- unfold / fold ---------------------------------------------------------------------------
 
 
-def _pair(value) -> tuple[int, ...]:
+def _pair(value, name: str) -> tuple[int, int]:
+    """unfold's and fold's two-element arguments: an int, or exactly two (PyTorch's check)."""
     if isinstance(value, numbers.Integral):
         return (int(value), int(value))
-    return tuple(int(v) for v in value)
+    value = tuple(int(v) for v in value)
+    if len(value) != 2:
+        raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(value)}")
+    return value
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """im2col: the sliding blocks of (N, C, H, W) (or (C, H, W)) as (N, C * kh * kw, L),
     each column one block, its rows in (channel, kernel row, kernel column) order."""
     x = _as_tensor(input)
-    if x.ndim not in (3, 4):
+    if x.ndim not in (3, 4) or 0 in x.shape[-3:]:
         raise RuntimeError(
             "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
             f"non-zero dimensions for input, but got: {list(x.shape)}"
         )
-    kernel, dilation = _pair(kernel_size), _pair(dilation)
-    padding, stride = _pair(padding), _pair(stride)
+    kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
+    padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
     unbatched = x.ndim == 3
     if unbatched:
         x = views.reshape(x, (1, *x.shape))
@@ -419,9 +423,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
             "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
             f"non-zero dimensions for input, but got: {list(x.shape)}"
         )
-    size, kernel = _pair(output_size), _pair(kernel_size)
-    dilation, padding = _pair(dilation), _pair(padding)
-    stride = _pair(stride)
+    size, kernel = _pair(output_size, "output_size"), _pair(kernel_size, "kernel_size")
+    dilation, padding = _pair(dilation, "dilation"), _pair(padding, "padding")
+    stride = _pair(stride, "stride")
     unbatched = x.ndim == 2
     if unbatched:
         x = views.reshape(x, (1, *x.shape))

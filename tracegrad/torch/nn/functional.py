@@ -5,7 +5,7 @@ gradients are the primitives' rules. Softmax-based losses go through the stable 
 (max subtracted before `exp`), so logits of 1000 give finite losses and gradients. Messages
 are PyTorch's, with dtype names written as NumPy's.
 
-Over 600 lines: this is PyTorch's one namespace of layer functions; about a third of it
+Over 600 lines: this is PyTorch's one namespace of layer functions; about half of it
 gathers the convolution, pooling, normalisation, loss and attention functions from the
 modules beside it that implement them.
 """
@@ -19,7 +19,38 @@ import warnings
 import numpy as np
 
 from tracegrad.torch import ops
-from tracegrad.torch.dtypes import get_default_dtype
+from tracegrad.torch.linalg import _floating
+from tracegrad.torch.nn.activations import (
+    bilinear,
+    celu,
+    celu_,
+    elu_,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    hardtanh_,
+    leaky_relu_,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    relu_,
+    rrelu,
+    rrelu_,
+    selu,
+    selu_,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+    threshold_,
+)
+from tracegrad.torch.nn.affine_grid import (
+    affine_grid,
+)
 from tracegrad.torch.nn.attention import (
     multi_head_attention_forward,
     scaled_dot_product_attention,
@@ -58,6 +89,10 @@ from tracegrad.torch.nn.losses import (
     resolve_reduction,
     smooth_l1_loss,
 )
+from tracegrad.torch.nn.losses_extra import (
+    multilabel_margin_loss,
+    triplet_margin_with_distance_loss,
+)
 from tracegrad.torch.nn.losses_margin import (
     cosine_embedding_loss,
     hinge_embedding_loss,
@@ -73,6 +108,9 @@ from tracegrad.torch.nn.normalization import (
     instance_norm,
     local_response_norm,
 )
+from tracegrad.torch.nn.padding_layers import (
+    pad,
+)
 from tracegrad.torch.nn.pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -86,12 +124,36 @@ from tracegrad.torch.nn.pooling import (
     max_pool2d,
     max_pool3d,
 )
+from tracegrad.torch.nn.pooling_extra import (
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
 from tracegrad.torch.nn.resampling import (
     grid_sample,
     interpolate,
-    pad,
     pixel_shuffle,
     pixel_unshuffle,
+)
+from tracegrad.torch.nn.resampling_extra import (
+    channel_shuffle,
+    native_channel_shuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
+from tracegrad.torch.nn.rms_norm import (
+    rms_norm,
 )
 from tracegrad.torch.ops import creation
 from tracegrad.torch.ops.conventions import _named
@@ -104,14 +166,23 @@ __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+    "affine_grid",
     "alpha_dropout",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",
     "batch_norm",
+    "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "celu",
+    "celu_",
+    "channel_shuffle",
     "conv1d",
     "conv2d",
     "conv3d",
@@ -127,14 +198,21 @@ __all__ = [
     "dropout2d",
     "dropout3d",
     "elu",
+    "elu_",
     "embedding",
     "embedding_bag",
     "feature_alpha_dropout",
     "fold",
     "gaussian_nll_loss",
     "gelu",
+    "glu",
     "grid_sample",
     "group_norm",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "hardtanh_",
     "hinge_embedding_loss",
     "huber_loss",
     "instance_norm",
@@ -143,17 +221,31 @@ __all__ = [
     "l1_loss",
     "layer_norm",
     "leaky_relu",
+    "leaky_relu_",
     "linear",
     "local_response_norm",
     "log_softmax",
+    "logsigmoid",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
     "margin_ranking_loss",
     "max_pool1d",
+    "max_pool1d_with_indices",
     "max_pool2d",
+    "max_pool2d_with_indices",
     "max_pool3d",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
+    "mish",
     "mse_loss",
     "multi_head_attention_forward",
     "multi_margin_loss",
+    "multilabel_margin_loss",
     "multilabel_soft_margin_loss",
+    "native_channel_shuffle",
     "nll_loss",
     "normalize",
     "one_hot",
@@ -163,17 +255,35 @@ __all__ = [
     "pixel_shuffle",
     "pixel_unshuffle",
     "poisson_nll_loss",
+    "prelu",
     "relu",
+    "relu6",
+    "relu_",
+    "rms_norm",
+    "rrelu",
+    "rrelu_",
     "scaled_dot_product_attention",
+    "selu",
+    "selu_",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
     "soft_margin_loss",
     "softmax",
+    "softmin",
     "softplus",
+    "softshrink",
+    "softsign",
     "tanh",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
     "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
     "unfold",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -294,14 +404,14 @@ def silu(input, inplace: bool = False):
     """`x * sigmoid(x)` (swish), with a sigmoid whose gradient is finite at any |x|."""
     if inplace:
         return _inplace(input, silu)
-    x = _float(input)
+    x = _float(input, "silu_cpu")
     return _named(ops.mul(x, _sigmoid(x)), "SiluBackward0", (x,))
 
 
 def softplus(input, beta=1, threshold=20):
     """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold` (as
     PyTorch); the exponential only sees inputs below the threshold, so no overflow."""
-    x = _float(input)
+    x = _float(input, "softplus_cpu")
     bx = x if beta == 1 else ops.mul(x, beta)
     linear_part = ops.gt(bx, threshold)
     safe = ops.where(linear_part, 0.0, bx)
@@ -316,7 +426,7 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
     as PyTorch's)."""
     if inplace:
         return _inplace(input, lambda t: leaky_relu(t, negative_slope))
-    x = _tensor(input)
+    x = _float(input, "leaky_relu_cpu")
     out = ops.where(ops.gt(x, 0), x, ops.mul(x, negative_slope))
     return _named(out, "LeakyReluBackward0", (x,))
 
@@ -326,7 +436,7 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):
     PyTorch's); `expm1` only sees non-positive inputs, so no overflow at large x."""
     if inplace:
         return _inplace(input, lambda t: elu(t, alpha))
-    x = _float(input)
+    x = _float(input, "elu_cpu")
     positive = ops.gt(x, 0)
     negative_part = ops.mul(ops.expm1(ops.where(positive, 0.0, x)), alpha)
     return _named(ops.where(positive, x, negative_part), "EluBackward0", (x,))
@@ -345,20 +455,22 @@ def gelu(input, approximate: str = "none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     if approximate == "none":
-        x = _float(input)
+        x = _float(input, "GeluKernelImpl")
         erf = ops.erf(ops.mul(x, _SQRT1_2))
         return _named(ops.mul(ops.mul(x, 0.5), ops.add(erf, 1.0)), "GeluBackward0", (x,))
-    x = _float(input)
+    x = _float(input, "GeluKernelImpl")
     cube = ops.mul(ops.mul(x, x), x)
     inner = ops.mul(ops.add(x, ops.mul(cube, _GELU_KAPPA)), _GELU_BETA)
     out = ops.mul(ops.mul(x, 0.5), ops.add(ops.tanh(inner), 1.0))
     return _named(out, "GeluBackward0", (x,))
 
 
-def _float(input) -> Tensor:
-    """The input as a tensor; integer and bool inputs become the default float dtype."""
+def _float(input, kernel: str) -> Tensor:
+    """The input as a tensor, refused as ATen's `kernel` refuses integer and bool tensors."""
     x = _tensor(input)
-    return x._astype(get_default_dtype()) if x.dtype.kind in "biu" else x
+    if x.dtype.kind in "biu":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{x.dtype.name}'")
+    return x
 
 
 # -- regularisation and normalisation ------------------------------------------------------------
@@ -439,7 +551,7 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     is PyTorch's finite one (`grad / eps`: the clamp holds the norm at `eps`)."""
     if out is not None:
         raise NotImplementedError("normalize: out= is not supported by tracegrad; use the result")
-    x = _float(input)
+    x = _floating("linalg.vector_norm", input)
     denom = ops.clamp_min(_safe_norm(x, p, dim), eps)
     return ops.div(x, ops.expand_as(denom, x))
 

@@ -362,15 +362,34 @@ def avg_pool3d(
 # -- adaptive pooling -------------------------------------------------------------------------
 
 
-def _adaptive_sizes(x: Tensor, n: int, output_size) -> tuple[int, ...]:
+def _adaptive_sizes(x: Tensor, n: int, output_size, name: str) -> tuple[int, ...]:
+    """The output's spatial sizes (None keeps the input's), refused as PyTorch refuses them:
+    one per spatial axis, none negative (its 1-d forms run as 2-d ones, and say so)."""
     if isinstance(output_size, numbers.Integral):
         sizes = (int(output_size),) * n
     else:
         sizes = tuple(output_size)
-        if len(sizes) == 1 and n > 1:
-            sizes = sizes * n
-    spatial = x.shape[-n:]
-    return tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+        if n == 1 and len(sizes) != 1:
+            raise RuntimeError(
+                f"{name}() argument 'output_size' should contain one int (got {len(sizes)})"
+            )
+        if len(sizes) != n:
+            if "max" in name:
+                raise RuntimeError(f"{name}(): internal error: output_size.size() must be {n}")
+            raise RuntimeError(f"{name}: output_size must be {n}")
+    out = tuple(s if o is None else int(o) for o, s in zip(sizes, x.shape[-n:]))
+    if min(out, default=0) < 0:
+        shown = (1, *out) if n == 1 else out
+        if "max" in name:
+            shape = [*x.shape[:-n], *shown]
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {min(out)}: {shape}"
+            )
+        raise RuntimeError(
+            f"{name.replace('1d', '2d')}: elements of output_size must be greater than or equal "
+            f"to 0 but received {{{', '.join(map(str, shown))}}}"
+        )
+    return out
 
 
 def _bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
@@ -403,7 +422,7 @@ def _adaptive_rank(x: Tensor, n: int, name: str) -> None:
 def _adaptive_avg(input, n: int, output_size, name: str):
     x = _as_tensor(input)
     _adaptive_rank(x, n, name)
-    sizes = _adaptive_sizes(x, n, output_size)
+    sizes = _adaptive_sizes(x, n, output_size, name)
     y = x
     for axis in range(n):  # one matmul per spatial axis: x @ A.T along the last axis
         dim = x.ndim - n + axis
@@ -439,7 +458,7 @@ def adaptive_avg_pool3d(input, output_size):
 def _adaptive_max(input, n: int, output_size, return_indices: bool, name: str):
     x = _as_tensor(input)
     _adaptive_rank(x, n, name)
-    sizes = _adaptive_sizes(x, n, output_size)
+    sizes = _adaptive_sizes(x, n, output_size, name)
     unbatched = x.ndim == n + 1
     if unbatched:
         x = views.reshape(x, (1, *x.shape))
