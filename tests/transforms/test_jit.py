@@ -94,6 +94,45 @@ def test_lower_gives_the_graph_and_the_source():
     assert lowered.memory >= 0
 
 
+def test_lower_takes_avals_as_make_graph_does_and_a_call_then_hits_its_entry():
+    def loss(w, x):
+        return np.sum(np.tanh(x @ w))
+
+    f = tg.jit(tg.value_and_grad(loss))
+    lowered = f.lower(tg.Aval((3, 2), np.float64), tg.Aval((4, 3), np.float64))
+    w, x = np.linspace(-1.0, 1.0, 6).reshape(3, 2), np.linspace(0.0, 1.0, 12).reshape(4, 3)
+    assert lowered.graph == f.lower(w, x).graph  # the same entry
+    assert_bitwise_equal(list(f(w, x)), list(lowered.graph(w, x)))
+    assert f.cache_info().misses == 1
+    assert tg.jit(np.sin).lower(tg.Aval((), np.float64, weak_type=True)).graph.in_avals[0].weak_type
+    with pytest.raises(TypeError, match=r"tg\.Aval stands for an argument in \.lower\(\)"):
+        f(tg.Aval((3, 2), np.float64), x)
+
+
+def test_export_returns_the_functions_output_structure(tmp_path):
+    def f(w, x):
+        loss = np.sum(np.tanh(x @ w))
+        return {"loss": loss, "parts": (loss * 2.0, [np.cos(w)])}, None, (np.sin(x),)
+
+    w, x = np.linspace(-1.0, 1.0, 6).reshape(3, 2), np.linspace(0.0, 1.0, 12).reshape(4, 3)
+    path = tg.jit(f).lower(w, x).export(tmp_path / "model.py")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    got = namespace[namespace["__all__"][0]](w, x)
+    want = f(w, x)
+    assert tg.tree.structure(got) == tg.tree.structure(want)
+    assert_bitwise_equal(tg.tree.leaves(got), tg.tree.leaves(want))
+
+
+def test_export_refuses_an_output_it_cannot_rebuild_without_tracegrad(tmp_path):
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "a b")
+    lowered = tg.jit(lambda x: Pair(np.sin(x), x)).lower(np.ones(2))
+    with pytest.raises(ValueError, match="output holds a Pair, which a module that needs only"):
+        lowered.export(tmp_path / "m.py")
+
+
 @pytest.mark.parametrize(
     "compose", ["jit_grad", "grad_jit", "vmap_jit", "jit_vmap", "jit_hessian", "jvp_jit"]
 )

@@ -23,6 +23,7 @@ import warnings
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from pathlib import Path
 
 import numpy as np
 
@@ -89,6 +90,11 @@ def _leaf_key(x):
         return ((), x.dtype)
     if t is tnp_ndarray:  # tracegrad.numpy's arrays: NumPy arrays that only add `.at`
         return (x.shape, x.dtype)
+    if t is Aval:
+        raise TypeError(
+            "jit: a tg.Aval stands for an argument in .lower() and make_graph; call the "
+            "jitted function with arrays"
+        )
     raise TypeError(
         f"jit: arguments must be arrays, Python scalars or pytrees of them; got a "
         f"{t.__name__}. Pass non-array values with static_argnums."
@@ -96,7 +102,20 @@ def _leaf_key(x):
 
 
 def _leaf_aval(x) -> Aval:
+    if type(x) is Aval:  # lower(tg.Aval(...))
+        return x
     return x.aval if isinstance(x, Tracer) else aval_of(x)
+
+
+_WEAK_TYPES = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def _lower_key(x):
+    """`_leaf_key`, and for a `tg.Aval` the key of the arrays (or Python scalars, if weak)
+    it stands for, so a later call with them finds the entry `lower` made."""
+    if type(x) is Aval:
+        return _WEAK_TYPES[x.dtype.kind] if x.weak_type and not x.shape else (x.shape, x.dtype)
+    return _leaf_key(x)
 
 
 class _Entry:
@@ -120,6 +139,7 @@ class Lowered:
     def __init__(self, entry: _Entry):
         self.graph = entry.graph
         self._compiled = entry.compiled
+        self._out_tree = entry.out_tree
 
     @property
     def source(self) -> str:
@@ -132,9 +152,11 @@ class Lowered:
         """Predicted peak bytes of live intermediates while the generated code runs."""
         return self._compiled.memory if self._compiled is not None else peak_bytes(self.graph)
 
-    def export(self, path) -> None:
-        """Write a standalone module (NumPy only; array constants in an .npz beside it)."""
-        (self._compiled or compile_graph(self.graph)).export(path)
+    def export(self, path) -> Path:
+        """Write a standalone module (NumPy only; array constants in an .npz beside it) whose
+        function takes the flat array arguments, in order, and returns `f`'s outputs in `f`'s
+        structure (tuples, lists, dicts). Returns the module's path."""
+        return (self._compiled or compile_graph(self.graph)).export(path, self._out_tree)
 
     def __repr__(self) -> str:
         return f"<Lowered {self.graph.name}: {len(self.graph.nodes)} nodes>"
@@ -329,12 +351,13 @@ class Jitted:
 
     # -- inspection ------------------------------------------------------------------------
     def lower(self, *args, **kwargs) -> Lowered:
-        """The simplified graph and generated source for these arguments' signature."""
+        """The simplified graph and generated source for these arguments' signature; each
+        array argument may be given as a `tg.Aval(shape, dtype)`, as to `make_graph`."""
         statics, dyn = self._split_static(args) if self.static_argnums else ((), args)
         if self.static_argnames and kwargs:
             statics, kwargs = self._split_static_kwargs(statics, kwargs)
         flat, treedef = tree.flatten((dyn, kwargs))
-        key = (treedef, statics, tuple(map(_leaf_key, flat)))
+        key = (treedef, statics, tuple(map(_lower_key, flat)))
         entry = self._cache.get(key) or self._compile(key, dyn, kwargs, flat, treedef, statics)
         return Lowered(entry)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from tracegrad import tree
 from tracegrad.codegen.generate import _Code, _Generator
 from tracegrad.ir.analysis import peak_bytes
 from tracegrad.ir.graph import Graph
@@ -49,12 +50,15 @@ class Compiled:
     reused: int
     _code: _Code
 
-    def export(self, path) -> Path:
+    def export(self, path, out_tree=None) -> Path:
         """Write a standalone module defining the function; it imports only NumPy (SciPy too,
         inside the function, when the graph calls SciPy's special functions).
 
         Array constants go to an `.npz` beside the module (same stem) and are loaded at import
-        as the function's default arguments. Returns the module's path.
+        as the function's default arguments. The function takes the graph's inputs in order
+        and returns the tuple of its outputs, or with `out_tree` (the treedef of a traced
+        function's outputs) that function's output structure, rebuilt from tuples, lists,
+        dicts and None, so the module still needs nothing else. Returns the module's path.
         """
         path = Path(path)
         if path.suffix != ".py":
@@ -85,7 +89,19 @@ class Compiled:
                 lines.append(f'    {name} = _npz["arr_{k}"]{restore}')
             lines.append("")
         params = list(code.input_names) + [f"{c}={c}" for c in code.const_names]
-        lines.append(code.text(params))
+        if out_tree is None:
+            lines.append(code.text(params))
+        else:  # the flat function under another name, and one that rebuilds the outputs
+            flat = f"_{code.name}_flat"
+            lines.append(code.text(params).replace(f"def {code.name}(", f"def {flat}(", 1))
+            leaves = [_Source(f"_out[{k}]") for k in range(len(self.graph.outputs))]
+            inputs = ", ".join(code.input_names)
+            lines += [
+                f"def {code.name}({inputs}):",
+                f"    _out = {flat}({inputs})",
+                f"    return {_structure_text(tree.unflatten(out_tree, leaves))}",
+                "",
+            ]
         lines.append(f"__all__ = [{code.name!r}]\n")
         path.write_text("\n".join(lines))
         return path
@@ -127,4 +143,31 @@ def compile_graph(
         memory=peak_bytes(graph),
         reused=code.reused,
         code=code,
+    )
+
+
+# -- an output structure as Python source ---------------------------------------------------
+
+
+class _Source(str):
+    """A leaf of the output structure: the source text of its value."""
+
+
+def _structure_text(obj) -> str:
+    """Source that builds `obj` (tuples, lists, dicts and None around `_Source` leaves)."""
+    if isinstance(obj, _Source):
+        return str(obj)
+    if obj is None:
+        return "None"
+    t = type(obj)
+    if t is list:
+        return "[" + ", ".join(_structure_text(v) for v in obj) + "]"
+    if t is tuple:
+        items = ", ".join(_structure_text(v) for v in obj)
+        return f"({items},)" if len(obj) == 1 else f"({items})"
+    if t is dict and all(type(k) in (str, int, bool, float) or k is None for k in obj):
+        return "{" + ", ".join(f"{k!r}: {_structure_text(v)}" for k, v in obj.items()) + "}"
+    raise ValueError(
+        f"export: the function's output holds a {t.__name__}, which a module that needs only "
+        "NumPy cannot rebuild; return tuples, lists and dicts (with str or number keys)"
     )
