@@ -258,12 +258,40 @@ def test_donated_parameters_are_updated_in_place_with_the_same_bits():
     buffer = p["w"]
     js = tg.jit(step, donate_argnums=0)
     new = js(p, x)
-    assert new["w"] is buffer  # written into the donated array
+    assert np.shares_memory(new["w"], buffer)  # written into the donated array
+    assert new["w"] is not buffer and not buffer.flags.writeable  # the old object is spent
     np.testing.assert_array_equal(new["w"], expected, strict=True)
+    new = js(new, x)  # the returned arrays donate in turn
+    assert np.shares_memory(new["w"], buffer)
     with pytest.raises(ValueError, match="must be a writeable NumPy array"):
         ro = w0.copy()
         ro.flags.writeable = False
         js({"w": ro}, x)
+
+
+def test_a_donated_array_passed_again_raises_as_jax_and_its_output_is_a_new_object():
+    def sgd(w, b, g):
+        return w - 0.1 * g, b - 0.1 * np.sum(g)
+
+    w, b, g = np.ones((3, 2)), np.zeros(2), np.full((3, 2), 0.5)
+    step = tg.jit(sgd, donate_argnums=(0, 1))
+    w1, b1 = step(w, b, g)
+    assert np.shares_memory(w1, w) and np.shares_memory(b1, b)  # both updates in place
+    with pytest.raises(
+        RuntimeError, match=r"argument leaf 0 \(shape \(3, 2\), float64\) was donated"
+    ):
+        step(w, b1, g)
+    with pytest.raises(RuntimeError, match=r"argument leaf 1 .* was donated"):
+        step(w1, b, g)
+    with pytest.raises(RuntimeError, match=r"jit\(sin\): argument leaf 0 .* was donated"):
+        tg.jit(np.sin)(w)  # to any jitted function
+    with pytest.raises(ValueError, match="read-only"):
+        w[0, 0] = 1.0  # NumPy itself refuses writes to a spent array
+    expected = sgd(*sgd(np.ones((3, 2)), np.zeros(2), g), g)
+    assert_bitwise_equal(list(step(w1, b1, g)), list(expected))
+    del w, b  # their ids leave the registry with them: new arrays at those addresses run
+    for _ in range(3):
+        tg.jit(np.sin)(np.ones((3, 2)))
 
 
 def test_donate_argnums_cannot_be_static():

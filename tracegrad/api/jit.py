@@ -20,6 +20,7 @@ import functools
 import inspect
 import logging
 import warnings
+import weakref
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -118,6 +119,25 @@ def _lower_key(x):
     return _leaf_key(x)
 
 
+# Donated arrays a call has consumed, by id (weakly: an id is dropped when its array dies, so
+# a new array at the same address is not mistaken for one). As JAX deletes a donated buffer,
+# passing one to a jitted function again raises, and the old object is made read-only; the
+# call returns new array objects (views where an output lives in a donated buffer).
+_CONSUMED: dict[int, weakref.ref] = {}
+
+
+def _give_up(outs, donated):
+    """Mark the `donated` arrays consumed; outputs that are one of them become fresh views."""
+    for x in donated:
+        key = id(x)
+        _CONSUMED[key] = weakref.ref(x, lambda _, key=key: _CONSUMED.pop(key, None))
+    given = {id(x) for x in donated}
+    outs = tuple(o.view() if id(o) in given else o for o in outs)
+    for x in donated:
+        x.flags.writeable = False
+    return outs
+
+
 class _Entry:
     """One cached signature: the simplified graph and how to run it."""
 
@@ -213,11 +233,14 @@ class Jitted:
             entry = self._compile(key, args, kwargs, flat, treedef, statics)
         else:
             self._hits += 1
+        if _CONSUMED:
+            self._check_not_consumed(flat)
         if entry.run is None or checked or any(isinstance(x, Tracer) for x in flat):
             outs = self._inline(entry, args, kwargs, statics, flat)
+        elif entry.donated:
+            self._check_donated(flat, entry.donated)
+            outs = _give_up(entry.run(*flat), [flat[p] for p in entry.donated])
         else:
-            if entry.donated:
-                self._check_donated(flat, entry.donated)
             outs = entry.run(*flat)
         return tree.unflatten(entry.out_tree, outs)
 
@@ -230,6 +253,15 @@ class Jitted:
                     f"array, got {type(x).__name__}"
                     + (" (read-only)" if isinstance(x, np.ndarray) else "")
                     + "; pass a fresh array or drop donate_argnums"
+                )
+
+    def _check_not_consumed(self, flat) -> None:
+        for i, x in enumerate(flat):
+            if id(x) in _CONSUMED and _CONSUMED[id(x)]() is x:
+                raise RuntimeError(
+                    f"jit({self.name}): argument leaf {i} (shape {x.shape}, {x.dtype}) was "
+                    "donated to an earlier call (donate_argnums), which may have written its "
+                    "output into that buffer; pass the array that call returned instead"
                 )
 
     def _donated_positions(self, args, statics) -> tuple[int, ...]:
@@ -433,8 +465,11 @@ def jit(
       backend: "codegen" (generated NumPy source) or "interpret" (the IR interpreter on the
         same simplified graph).
       donate_argnums: arguments whose buffers the caller gives up (as in JAX): the generated
-        code may write outputs into them (a training step then updates its parameters in
-        place). Donated arrays must be writeable NumPy arrays; do not use them after the call.
+        code may write outputs into them (a training step's `w - lr * g` then updates its
+        parameters in place, and the returned array is a new object over the same memory).
+        Donated arrays must be writeable NumPy arrays. After the call they are spent: NumPy
+        refuses writes to them (read-only), and passing one to a jitted function raises, as
+        JAX raises on a deleted buffer; use the arrays the call returned.
     """
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)

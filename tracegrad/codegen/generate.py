@@ -85,7 +85,7 @@ class _Generator:
         any_arrays = any(a.size > 1 for n in graph.nodes for a in n.out_avals)
         self.plan = _plan_buffers(graph) if reuse_buffers and any_arrays else {}
         for node, arg in _plan_donations(graph, donated).items():
-            self.plan.setdefault(node, arg)
+            self.plan[node] = arg  # the donated buffer, over a dead temporary: no new array
         self.names = node_names(graph)
         self.inputs = {e.node for e in graph.inputs}
         self.literals: dict[Node, str] = {}
