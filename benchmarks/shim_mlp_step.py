@@ -13,14 +13,16 @@ of the shim's step and lists cProfile's top entries.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 import tracegrad as tg
 import tracegrad.torch.nn as nn
 import tracegrad.torch.optim as optim
 from benchmarks import shim_steps
-from benchmarks.report import cli, optional, skipped
-from benchmarks.shim_steps import check_same_numbers, report_steps
+from benchmarks.report import cli
+from benchmarks.shim_steps import run_against_handwritten
 
 BATCH, D_IN, HIDDEN, D_OUT = 32, 64, 256, 10
 LR = 0.01
@@ -107,25 +109,11 @@ def torch_step(torch, params, x, y):
 
 
 def run(opts):
-    torch = optional("torch")
-    if note := skipped("torch"):
-        yield note
-    params = init()
-    x, y = data()
-    steps = [Handwritten(params, x, y), Shim(params, x, y)]
-    if torch is not None:
-        steps.append(torch_step(torch, params, x, y))
-    check_same_numbers(steps)
-
-    shim = Shim(params, x, y)
-    systems = {"handwritten NumPy": Handwritten(params, x, y), "tracegrad shim": shim}
-    if torch is not None:
-        systems["PyTorch eager"] = torch_step(torch, params, x, y)
     title = (
         f"MLP {D_IN}-{HIDDEN}-{D_OUT}, batch {BATCH}, float32, one SGD step "
         "(zero_grad, forward, loss, backward, step)"
     )
-    yield from report_steps(opts, title, systems, "handwritten NumPy", goal=None)
+    yield from run_against_handwritten(opts, title, sys.modules[__name__], goal=None)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from benchmarks.harness import Table, compare, fmt_time, quartiles
+from benchmarks.report import optional, skipped
 
 
 def check_same_numbers(steps, n=3, rtol=1e-4, atol=1e-6) -> None:
@@ -101,3 +102,20 @@ def report_steps(opts, title: str, systems: dict, reference: str, goal: float | 
     rows = [[name, fmt_time(t)] for name, t in phases(shim, n).items()]
     yield Table(f"where the shim's step goes (median of {n} steps)", ["phase", "time"], rows)
     yield f"cProfile, {n} shim steps, top entries by own time:\n\n```\n{profile(shim, n)}\n```"
+
+
+def run_against_handwritten(opts, title: str, module, goal: float | None):
+    """A benchmark `run` for a module holding `init()`, `data()`, the step classes
+    `Handwritten` and `Shim` and `torch_step(torch, params, x, y)`: the three take the same
+    steps, then `report_steps` with the handwritten step as the reference."""
+    torch = optional("torch")
+    if note := skipped("torch"):
+        yield note
+    params = module.init()
+    x, y = module.data()
+    makers = {"handwritten NumPy": module.Handwritten, "tracegrad shim": module.Shim}
+    if torch is not None:
+        makers["PyTorch eager"] = lambda *a: module.torch_step(torch, *a)
+    check_same_numbers([make(params, x, y) for make in makers.values()])
+    systems = {name: make(params, x, y) for name, make in makers.items()}
+    yield from report_steps(opts, title, systems, "handwritten NumPy", goal)
