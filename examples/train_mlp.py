@@ -8,7 +8,9 @@ An MLP learns a smooth function of 8 inputs (a fixed random "teacher") from 512 
 evaluated on 256 held-out ones.
 Run: python examples/train_mlp.py  (in about two seconds it prints the loss before training,
 one line per epoch, `epoch training-loss learning-rate`, then `eval held-out-loss`: the mean
-squared error falls from about 0.16 to about 0.001).
+squared error falls from about 0.9 to about 0.005). `torch.manual_seed(0)` seeds torch's own
+generator, so the initial weights and the shuffles, and with them the printed losses, are
+those of PyTorch's run of the same text.
 """
 
 import tracegrad.torch as torch

@@ -137,8 +137,6 @@ UPWARD = {
     # linear algebra's reverse mode for factorisations is its forward mode transposed
     ("tracegrad.primitives.linalg._common", "_transposition"): "tracegrad.transforms.custom",
     ("tracegrad.torch.tensor", "_implementation"): "tracegrad.torch.methods",
-    # multinomial without a generator runs the ATen kernels on the global stream's generator
-    ("tracegrad.torch.ops.random", "_default_generator"): "tracegrad.torch.generator",
     # scipy.special's ufuncs on traced values reach tracegrad.scipy, which builds on
     # tracegrad.numpy, at call time (and SciPy's functions on traced values are named there)
     ("tracegrad.numpy._dispatch", "_tsp"): "tracegrad.scipy",

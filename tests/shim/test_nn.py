@@ -709,3 +709,22 @@ def test_train_mlp_example_loss_falls():
     losses = [float(line.split()[1]) for line in run.stdout.strip().splitlines()]
     assert len(losses) >= 3 and all(np.isfinite(losses))
     assert losses[-1] < 0.01 * losses[0]
+
+
+def test_train_mlp_example_prints_torchs_losses(tmp_path, torch):
+    """The script seeds with `torch.manual_seed(0)` and builds its model and shuffled loader
+    from the global stream: run as written and with its imports pointed back at torch, it
+    prints the same losses (up to float32 summation order)."""
+    source = (ROOT / "examples" / "train_mlp.py").read_text()
+    theirs = source.replace("import tracegrad.torch as torch", "import torch")
+    theirs = theirs.replace("from tracegrad.torch", "from torch")
+    (tmp_path / "theirs.py").write_text(theirs)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    printed = []
+    for script in (ROOT / "examples" / "train_mlp.py", tmp_path / "theirs.py"):
+        run = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+        )
+        assert run.returncode == 0, run.stderr
+        printed.append([float(line.split()[1]) for line in run.stdout.strip().splitlines()])
+    np.testing.assert_allclose(printed[0], printed[1], rtol=1e-3)

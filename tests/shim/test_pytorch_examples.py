@@ -5,10 +5,9 @@ with a hand-written update under `no_grad`, by a custom `autograd.Function`, and
 other change.
 
 Each program is run as text: once as written (real torch, showing it is a PyTorch program) and
-once with only its import line replaced. The oracles are a NumPy replay of the same gradient
-descent from the same initial values (the programs draw their initial weights from the
-library's own generator, so the replay re-draws them from tracegrad's after the same seed),
-PyTorch's own run where the initial values are fixed.
+once with only its import line replaced, both after the same `manual_seed`, so they start from
+the same weights, bit for bit (the global stream is torch's). The oracles are PyTorch's own run
+and a NumPy replay of the same gradient descent, in float64, from those initial values.
 """
 
 from __future__ import annotations
@@ -16,9 +15,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 
 import tracegrad.torch as tt
+from tests.shim.torch_oracle import torch_one_thread  # noqa: F401 - the `torch` fixture
 from tracegrad.torch import nn
 
 AUTOGRAD = """\
@@ -193,35 +192,49 @@ def _scalar(t) -> float:
     return float(t.detach().numpy())
 
 
-def test_the_autograd_example_descends_as_the_numpy_replay(capsys):
+def _seeded_run(program: str, lib, capsys) -> dict:
+    lib.manual_seed(0)
+    return _run(program, ours=lib is tt, capsys=capsys)
+
+
+def test_the_autograd_example_descends_as_torchs_run(capsys, torch):
     tt.manual_seed(0)
+    torch.manual_seed(0)
     start = np.array([_scalar(tt.randn(())) for _ in range(4)])
-    tt.manual_seed(0)
-    got = _run(AUTOGRAD, ours=True, capsys=capsys)
+    assert start.tolist() == [torch.randn(()).item() for _ in range(4)]  # torch's stream
+    got = _seeded_run(AUTOGRAD, tt, capsys)
+    theirs = _seeded_run(AUTOGRAD, torch, capsys)
+    coef = np.array([_scalar(got[k]) for k in "abcd"])
+    np.testing.assert_allclose(coef, [theirs[k].item() for k in "abcd"], rtol=1e-4, atol=1e-6)
     x, y = _grid()
     want = _descend(start, np.stack([x**0, x, x**2, x**3], axis=1), y, 1e-6)
-    coef = np.array([_scalar(got[k]) for k in "abcd"])
     np.testing.assert_allclose(coef, want, rtol=1e-4, atol=1e-6)
     assert isinstance(got["loss"], tt.Tensor) and got["a"].grad is None
 
 
-def test_the_nn_example_descends_as_the_numpy_replay(capsys):
+def _linear_coefficients(namespace) -> np.ndarray:
+    linear = namespace["model"][0]
+    return np.concatenate([linear.bias.detach().numpy(), linear.weight.detach().numpy()[0]])
+
+
+def test_the_nn_example_descends_as_torchs_run(capsys, torch):
     tt.manual_seed(0)
-    layer = nn.Linear(3, 1)
+    torch.manual_seed(0)
+    layer, t_layer = nn.Linear(3, 1), torch.nn.Linear(3, 1)
     start = np.concatenate([layer.bias.detach().numpy(), layer.weight.detach().numpy()[0]])
-    tt.manual_seed(0)
-    got = _run(NN, ours=True, capsys=capsys)
+    t_start = np.concatenate([t_layer.bias.detach().numpy(), t_layer.weight.detach().numpy()[0]])
+    np.testing.assert_array_equal(start, t_start)  # torch's initial weights
+    got = _seeded_run(NN, tt, capsys)
+    theirs = _seeded_run(NN, torch, capsys)
+    coef = _linear_coefficients(got)
+    np.testing.assert_allclose(coef, _linear_coefficients(theirs), rtol=1e-4, atol=1e-6)
     x, y = _grid()
     want = _descend(start.astype(np.float64), np.stack([x**0, x, x**2, x**3], axis=1), y, 1e-6)
-    linear = got["model"][0]
-    coef = np.concatenate([linear.bias.detach().numpy(), linear.weight.detach().numpy()[0]])
     np.testing.assert_allclose(coef, want, rtol=1e-4, atol=1e-6)
-    assert linear.weight.dtype == np.float32
+    assert got["model"][0].weight.dtype == np.float32
 
 
-def test_the_custom_function_example_matches_torch(capsys):
-    torch = pytest.importorskip("torch")
-    torch.set_num_threads(1)
+def test_the_custom_function_example_matches_torch(capsys, torch):
     theirs = _run(FUNCTION, ours=False, capsys=capsys)
     got = _run(FUNCTION, ours=True, capsys=capsys)
     for k in ("a", "b", "c", "d", "loss"):
@@ -240,24 +253,20 @@ def _rmsprop(coef, features, y, lr=1e-3, alpha=0.99, eps=1e-8):
     return coef
 
 
-@pytest.mark.parametrize("ours", [False, True], ids=["torch", "tracegrad"])
-def test_the_optim_example_steps_as_the_numpy_replay(capsys, ours):
-    """Either library from its own initial weights (drawn after the same seed) against the
-    replay; RMSprop's steps near the optimum have the size of `lr` whatever the gradient, so
-    float32 against float64 leaves differences of about lr."""
-    lib = tt if ours else pytest.importorskip("torch")
-    if not ours:
-        lib.set_num_threads(1)
-    lib.manual_seed(0)
-    layer = lib.nn.Linear(3, 1)
+def test_the_optim_example_steps_as_torchs_run(capsys, torch):
+    """Both libraries from the same initial weights (drawn after the same seed), against each
+    other and the float64 replay; RMSprop's steps near the optimum have the size of `lr`
+    whatever the gradient, so float32 roundings leave differences of about lr."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(3, 1)
     start = np.concatenate([layer.bias.detach().numpy(), layer.weight.detach().numpy()[0]])
-    lib.manual_seed(0)
-    got = _run(OPTIM, ours=ours, capsys=capsys)
+    got = _seeded_run(OPTIM, tt, capsys)
+    theirs = _seeded_run(OPTIM, torch, capsys)
+    coef = _linear_coefficients(got)
+    np.testing.assert_allclose(coef, _linear_coefficients(theirs), atol=5e-3)
     x, y = _grid()
     features = np.stack([x**0, x, x**2, x**3], axis=1)
     want = _rmsprop(start.astype(np.float64), features, y)
-    linear = got["model"][0]
-    coef = np.concatenate([linear.bias.detach().numpy(), linear.weight.detach().numpy()[0]])
     np.testing.assert_allclose(coef, want, atol=5e-3)
     best, residual, *_ = np.linalg.lstsq(features, y, rcond=None)
     np.testing.assert_allclose(want, best, atol=5e-3)  # this start converges
@@ -265,3 +274,4 @@ def test_the_optim_example_steps_as_the_numpy_replay(capsys, ours):
     # percent of the least-squares minimum (8.82 here), by an amount that depends on the CPU's
     # float32 rounding (9.007 on one machine, below 8.99 on another)
     assert got["loss"].item() < 1.05 * residual[0]
+    assert theirs["loss"].item() < 1.05 * residual[0]

@@ -2,9 +2,10 @@
 
 Each case builds the same distribution in both libraries from the same float64 (or float32)
 parameters; `log_prob`, `entropy`, `mean`, `variance`, `stddev` and `kl_divergence` are compared by
-value and by the gradient `.backward()` leaves on the parameters. Samples differ from PyTorch's
-(another stream), so sampling is checked by the moments of 10^4 seeded draws, and `rsample`'s
-gradients by their expectations.
+value and by the gradient `.backward()` leaves on the parameters. Sampling is checked by the
+moments of 10^4 seeded draws, and `rsample`'s gradients by their expectations (that the
+families drawing with torch's kernels give torch's samples after the same seed:
+tests/shim/test_global_rng.py).
 """
 
 from __future__ import annotations

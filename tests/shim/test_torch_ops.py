@@ -983,6 +983,11 @@ _ELSEWHERE = {
     "normal",
     "poisson",
     "randint_like",
+    # the global stream's state: tests/shim/test_global_rng.py
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
     "as_tensor",
     "from_numpy",
     "is_tensor",

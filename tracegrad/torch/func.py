@@ -12,16 +12,16 @@ double-backward trick; `vmap` runs `func` once per slice and stacks the results.
 
 from __future__ import annotations
 
-import copy
 import functools
 
+import numpy as np
 import optree
 
 from tracegrad import tree
 from tracegrad.torch import engine
 from tracegrad.torch.autograd_functional import _basis, _stacked
+from tracegrad.torch.generator import default_generator
 from tracegrad.torch.grad_mode import enable_grad
-from tracegrad.torch.ops import creation
 from tracegrad.torch.ops.creation import zeros_like
 from tracegrad.torch.ops.shapes import permute, stack
 from tracegrad.torch.tensor import Tensor
@@ -502,16 +502,14 @@ def _spec_text(value, indent: int = 0) -> str:
     return "*"
 
 
-def _random_state():
-    """The default generator (tracegrad.torch's global stream) and its position."""
-    rng = creation._rng
-    return rng, copy.deepcopy(rng.bit_generator.state)
+def _random_state() -> bytes:
+    """The global stream's state (`default_generator`, which every sampler without a
+    generator draws from), to compare and to restore."""
+    return default_generator.get_state().numpy().tobytes()
 
 
-def _set_random_state(state) -> None:
-    rng, position = state
-    if creation._rng is rng:
-        rng.bit_generator.state = position
+def _set_random_state(state: bytes) -> None:
+    default_generator.set_state(Tensor._wrap(np.frombuffer(state, np.uint8)))
 
 
 def functional_call(

@@ -16,7 +16,7 @@ from tracegrad.torch.distributions.distribution import (
     Distribution,
     ExponentialFamily,
     broadcast_all,
-    draw,
+    kernel_sample,
 )
 
 
@@ -40,7 +40,7 @@ class Normal(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        eps = draw(lambda rng, s: rng.standard_normal(s), shape, self.loc.dtype)
+        eps = kernel_sample("normal", shape, self.loc.dtype)  # torch's `_standard_normal`
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
@@ -87,7 +87,7 @@ class Uniform(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        rand = draw(lambda rng, s: rng.random(s), shape, self.low.dtype)
+        rand = kernel_sample("uniform", shape, self.low.dtype)
         return self.low + rand * (self.high - self.low)
 
     def log_prob(self, value):
@@ -126,7 +126,7 @@ class Laplace(Distribution):
         # PyTorch's inverse-cdf draw on (eps - 1, 1), so log1p(-|u|) stays finite
         shape = self._extended_shape(sample_shape)
         eps = _eps(self.loc.dtype)
-        u = draw(lambda rng, s: rng.uniform(eps - 1, 1, s), shape, self.loc.dtype)
+        u = kernel_sample("uniform", shape, self.loc.dtype, eps - 1, 1)
         return self.loc - self.scale * u.sign() * ops.log1p(-u.abs())
 
     def log_prob(self, value):
@@ -167,8 +167,7 @@ class Exponential(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        e = draw(lambda rng, s: rng.standard_exponential(s), shape, self.rate.dtype)
-        return e / self.rate
+        return kernel_sample("exponential", shape, self.rate.dtype, 1.0) / self.rate
 
     def log_prob(self, value):
         if self._validate_args:

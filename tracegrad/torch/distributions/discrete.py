@@ -82,9 +82,7 @@ class Bernoulli(ExponentialFamily):
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        probs = self.probs.detach().numpy().astype(np.float64)
-        p = np.broadcast_to(probs, shape)
-        return draw(lambda rng, s: rng.random(s) < p, shape, self.probs.dtype)
+        return ops.bernoulli(self.probs.detach().expand(*shape))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -148,17 +146,12 @@ class Categorical(Distribution):
         return _enumerated(values, self._batch_shape, expand)
 
     def sample(self, sample_shape=()):
-        """Inverse-CDF draws per batch entry (`multinomial` with replacement), as int64."""
+        """PyTorch's: `multinomial` with replacement of each batch entry's probabilities, all
+        the samples of one entry at once, as int64."""
         shape = self._extended_shape(sample_shape)
-        probs = self.probs.detach().numpy().astype(np.float64)
-        cdf = np.cumsum(np.broadcast_to(probs, shape + (self._num_events,)), -1)
-        cdf = cdf / cdf[..., -1:]
-
-        def make(rng, s):
-            u = rng.random(s)[..., None]
-            return np.minimum((cdf <= u).sum(-1), self._num_events - 1)
-
-        return draw(make, shape, np.int64)
+        count = math.prod(shape[: len(shape) - len(self._batch_shape)])
+        probs_2d = self.probs.detach().reshape(-1, self._num_events)
+        return ops.multinomial(probs_2d, count, True).T.reshape(shape)
 
     def log_prob(self, value):
         if self._validate_args:

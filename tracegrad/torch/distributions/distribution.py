@@ -2,12 +2,20 @@
 validation with its messages, and the sampling plumbing shared by the families.
 
 Every density is a composition of `tracegrad.torch` operations on the parameters, so `log_prob`,
-`entropy` and `rsample` differentiate through the primitives' own rules. Random numbers are the
-shim's global stream (`tracegrad.torch.manual_seed`, read at call time as `creation._rng`): the
-same seed gives the same samples, though not PyTorch's.
+`entropy` and `rsample` differentiate through the primitives' own rules. Random numbers come
+from the global stream (`default_generator`, which `tracegrad.torch.manual_seed` seeds). Where
+PyTorch's sampler calls a reproduced ATen kernel (`Normal`, `Uniform`, `Laplace`, `Exponential`,
+`Bernoulli`, `Categorical`, `MultivariateNormal`'s noise), `kernel_sample` makes the same call,
+so the same seed gives PyTorch's samples (`Laplace` then takes NumPy's log1p, torch SLEEF's,
+and `MultivariateNormal` multiplies by the Cholesky factor with NumPy's matmul: equal to
+rounding). `Poisson` and the gamma family (`Gamma`,
+`Dirichlet`, `Beta`) draw with NumPy's samplers on the same twister (`draw`): the same seed gives
+the same samples, not PyTorch's.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -15,8 +23,9 @@ from tracegrad.torch import ops
 from tracegrad.torch.creation_from_data import tensor
 from tracegrad.torch.distributions import constraints
 from tracegrad.torch.dtypes import get_default_dtype
+from tracegrad.torch.generator import default_generator
 from tracegrad.torch.grad_mode import no_grad
-from tracegrad.torch.ops import creation
+from tracegrad.torch.ops.random import _sample
 from tracegrad.torch.tensor import Tensor
 
 _VALIDATE_ARGS = [__debug__]  # PyTorch's default: validate unless Python runs with -O
@@ -43,10 +52,22 @@ def broadcast_all(*values) -> tuple[Tensor, ...]:
     return tuple(t if t.shape == shape else t.expand(*shape) for t in tensors)
 
 
+def kernel_sample(kind: str, shape, dtype, a=0.0, b=1.0) -> Tensor:
+    """`torch.empty(shape, dtype=dtype)` filled in place as torch's samplers do, on the global
+    stream: `uniform_(a, b)`, `normal_(a, b)` or `exponential_(a)` (kind "uniform", "normal" or
+    "exponential")."""
+    shape, dtype = tuple(shape), np.dtype(dtype)
+    if kind == "exponential":
+        values = default_generator._exponential(math.prod(shape), dtype, a).reshape(shape)
+    else:
+        values = _sample(default_generator, kind, shape, dtype, a, b)
+    return Tensor._wrap(values)
+
+
 def draw(make, shape, dtype) -> Tensor:
-    """A tensor of `shape` and `dtype` from `make(rng, shape)` (a NumPy array); the
-    generator is read now, so `manual_seed` between calls takes effect."""
-    return tensor(np.asarray(make(creation._rng, tuple(shape))), dtype=dtype)
+    """A tensor of `shape` and `dtype` from `make(rng, shape)` (a NumPy array), `rng` NumPy's
+    samplers on the global stream's twister."""
+    return tensor(np.asarray(make(default_generator._numpy(), tuple(shape))), dtype=dtype)
 
 
 class Distribution:

@@ -21,7 +21,7 @@ from tracegrad.torch.distributions.distribution import (
     broadcast_all,
 )
 from tracegrad.torch.function import Function, once_differentiable
-from tracegrad.torch.ops import creation
+from tracegrad.torch.generator import default_generator
 from tracegrad.torch.tensor import Tensor
 
 
@@ -39,7 +39,7 @@ class _StandardGamma(Function):
     @staticmethod
     def forward(ctx, concentration):
         a = concentration.detach().numpy().astype(np.float64)
-        x = creation._rng.standard_gamma(a)
+        x = default_generator._numpy().standard_gamma(a)  # NumPy's sampler, not ATen's
         x = np.maximum(x, np.finfo(concentration.dtype).tiny)  # PyTorch clamps to `tiny`
         out = tensor(x, dtype=concentration.dtype)
         ctx.save_for_backward(concentration, out)

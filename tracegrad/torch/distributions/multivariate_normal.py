@@ -15,7 +15,7 @@ import tracegrad.numpy as tnp
 import tracegrad.scipy.linalg as sl
 from tracegrad.torch import linalg, ops
 from tracegrad.torch.distributions import constraints
-from tracegrad.torch.distributions.distribution import Distribution, draw
+from tracegrad.torch.distributions.distribution import Distribution, kernel_sample
 
 
 def _diagonal(m):
@@ -121,7 +121,7 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        eps = draw(lambda rng, s: rng.standard_normal(s), shape, self.loc.dtype)
+        eps = kernel_sample("normal", shape, self.loc.dtype)  # torch's `_standard_normal`
         L = self._unbroadcasted_scale_tril
         return self.loc + ops.matmul(L, eps.unsqueeze(-1)).squeeze(-1)
 

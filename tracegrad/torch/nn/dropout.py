@@ -2,9 +2,9 @@
 `feature_alpha_dropout` and their layers), and `Unflatten`.
 
 Channel-wise ("feature") dropout draws one keep-or-drop per (sample, channel) and broadcasts it
-over the spatial axes, so a whole feature map is zeroed at once. The masks come from tracegrad's
-generator (`tg.manual_seed`): the same seed gives the same masks, not PyTorch's. The gradient
-is the mask times the scale, from the multiplication.
+over the spatial axes, so a whole feature map is zeroed at once. The masks are ATen's
+`bernoulli_(1 - p)` on the global stream (`torch.manual_seed`), so the same seed drops the
+same units as PyTorch. The gradient is the mask times the scale, from the multiplication.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _dropout_impl(x: Tensor, p: float, training: bool, feature: bool, alpha: boo
     if p == 1:
         return ops.mul(x, Tensor._wrap(np.zeros((), x.dtype)))
     shape = (*x.shape[:2], *(1,) * (x.ndim - 2)) if feature else x.shape
-    noise = (creation._rng.random(shape) >= p).astype(x.dtype)
+    noise = creation._bernoulli_mask(shape, 1 - p).astype(x.dtype)  # ATen: bernoulli_(1 - p)
     if not alpha:
         return ops.mul(x, Tensor._wrap(noise / np.asarray(1 - p, x.dtype)))
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))

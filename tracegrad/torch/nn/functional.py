@@ -490,7 +490,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     x = _tensor(input)
     if p == 1.0:
         return ops.mul(x, Tensor(np.zeros((), x.dtype)))
-    keep = creation._rng.random(x.shape) >= p
+    keep = creation._bernoulli_mask(x.shape, 1 - p)
     return ops.mul(ops.mul(x, Tensor(keep.astype(x.dtype))), 1.0 / (1.0 - p))
 
 

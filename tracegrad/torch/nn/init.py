@@ -1,10 +1,13 @@
 """`tracegrad.torch.nn.init`: PyTorch's in-place initialisers, run under `no_grad`.
 
-Without `generator=` the values come from tracegrad's global stream (`tg.manual_seed`), so they
-differ from PyTorch's for the same seed; with a `torch.Generator` the draws run ATen's kernels
-on its Mersenne Twister, so `uniform_`, `normal_`, the Xavier and Kaiming initialisers and
-`trunc_normal_` (PyTorch's own rejection sampler, ported step by step) give PyTorch's numbers.
-The bounds and scales are PyTorch's formulas; the messages are its messages.
+The draws run ATen's kernels on the `generator=` given, or on the global stream that
+`torch.manual_seed` seeds, so `uniform_`, `normal_`, the Xavier and Kaiming initialisers,
+`trunc_normal_` (PyTorch's own rejection sampler, ported step by step; its rarely taken
+branch for narrow bounds compares against float32 logs, which may differ in the last bit),
+`sparse_`, and with them the modules' default initialisation, give PyTorch's numbers for the
+same seed. `orthogonal_` draws PyTorch's normals, then factorises them with NumPy's QR, not
+torch's LAPACK: equal to rounding. The bounds and scales are PyTorch's formulas; the messages
+are its messages.
 """
 
 from __future__ import annotations

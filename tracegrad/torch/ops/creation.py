@@ -1,9 +1,12 @@
-"""PyTorch's tensor factories and the shim's global random stream.
+"""PyTorch's tensor factories and the functions of its global random stream.
 
 `zeros`, `ones`, `full`, `arange`, `linspace`, `eye` and their `*_like` forms, plus
 `as_tensor`, `from_numpy`, `is_tensor` and `numel` (the random factories are `ops.random`'s).
-`manual_seed` rebinds the module-level generator `_rng`, so other modules read it as
-`creation._rng` at call time, never a copy taken at import.
+The global stream is `tracegrad.torch.generator.default_generator`, torch's CPU generator:
+`manual_seed`, `seed`, `initial_seed`, `get_rng_state` and `set_rng_state` act on it, as
+torch's do, so after the same `manual_seed` the samplers draw PyTorch's numbers. `_rng` is
+NumPy's samplers on that same twister, for the draws whose ATen kernels are not reproduced
+(same seed, same numbers, not PyTorch's).
 """
 
 from __future__ import annotations
@@ -14,18 +17,44 @@ import numpy as np
 
 from tracegrad.torch.creation_from_data import _check_device, tensor
 from tracegrad.torch.dtypes import get_default_dtype
+from tracegrad.torch.generator import Generator, default_generator
 from tracegrad.torch.ops.conventions import _real_number, _shape_args
 from tracegrad.torch.ops.promotion import result_type
 from tracegrad.torch.tensor import _FACTORY_FLAG, Tensor
 
-_rng = np.random.default_rng()
+_rng = default_generator._numpy()
 
 
-def manual_seed(seed: int):
-    """Seeds the generator behind randn/rand/randint/normal_/uniform_ (NumPy's PCG64, so the
-    numbers differ from PyTorch's for the same seed)."""
-    global _rng
-    _rng = np.random.default_rng(seed)
+def manual_seed(seed) -> Generator:
+    """Seeds the global stream (`default_generator`) with `seed`, as `torch.manual_seed`:
+    the samplers then draw PyTorch's numbers for that seed. Returns the generator."""
+    return default_generator.manual_seed(int(seed))
+
+
+def seed() -> int:
+    """Seeds the global stream from the operating system's entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """The seed the global stream was last seeded with."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    """The global stream's state, torch's uint8 tensor (`Generator.get_state`)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state) -> None:
+    """Restores the global stream to a state from `get_rng_state` (this library's or torch's)."""
+    default_generator.set_state(new_state)
+
+
+def _bernoulli_mask(shape, p: float) -> np.ndarray:
+    """ATen's `bernoulli_(p)` of a tensor of `shape` on the global stream, as booleans: what
+    dropout keeps (p = 1 - the dropout probability)."""
+    return default_generator._bernoulli(int(np.prod(shape)), p).reshape(shape)
 
 
 def _factory(values, dtype, requires_grad) -> Tensor:
@@ -140,6 +169,10 @@ def numel(input) -> int:
 
 __all__ = [
     "manual_seed",
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
     "zeros",
     "ones",
     "empty",

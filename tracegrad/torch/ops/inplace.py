@@ -2,8 +2,8 @@
 
 They are functional: each computes a new value and rebinds the tensor to it (`rebind`),
 after `Tensor._check_inplace` has refused what PyTorch refuses. `_inplace(name)` makes `name_`
-from the method `name`; `normal_` and `uniform_` draw from `creation._rng`, read at call time so
-that `manual_seed` reaches them, or with `generator=` by its ATen kernels (`ops.random`).
+from the method `name`; `normal_` and `uniform_` run ATen's kernels on `generator=`, or on the
+global `default_generator` that `manual_seed` seeds (`ops.random`), so they draw torch's numbers.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tracegrad import config
 from tracegrad.diagnostics import tensor_causes
 from tracegrad.primitives.elementwise import where_p
 from tracegrad.torch.grad_mode import _enabled
-from tracegrad.torch.ops import creation, random
+from tracegrad.torch.ops import random
 from tracegrad.torch.ops.conventions import _as_tensor
 from tracegrad.torch.ops.shapes import clone, expand
 from tracegrad.torch.recording import record
@@ -100,22 +100,23 @@ def _copy_(self, src, non_blocking=False):
 
 
 def _normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """ATen's `normal_`: `fma(z, std, mean)` of its normals (`Generator._normal`)."""
     self._check_inplace()
+    dtype = random._float_dtype(self.dtype, "normal_kernel_cpu")
+    random._check_std(std)
     g = random._kernels(generator, "normal_")
-    if g is None:
-        values = creation._rng.normal(mean, std, self.shape)
-    else:  # ATen's: z * std + mean in the tensor's dtype
-        z = random._standard_normal(g, self.numel(), self.dtype).reshape(self.shape)
-        values = z * self.dtype.type(std) + self.dtype.type(mean)
-    return rebind(self, Tensor._wrap(values.astype(self.dtype)))
+    values = random._sample(g, "normal", self.shape, dtype, mean, std)
+    return rebind(self, Tensor._wrap(values))
 
 
 def _uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """ATen's `uniform_`: `fma(u, b - a, a)`, in float32 for the dtypes narrower than float64."""
     self._check_inplace()
+    dtype = random._float_dtype(self.dtype, "check_uniform_bounds")
+    if a > b:
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}"
+        )
     g = random._kernels(generator, "uniform_")
-    if g is None:
-        values = creation._rng.uniform(a, b, self.shape)
-    else:  # ATen's: u * (b - a) + a in double, then the tensor's dtype
-        u = random._uniform(g, self.numel(), self.dtype).astype(np.float64)
-        values = (u * (b - a) + a).reshape(self.shape)
-    return rebind(self, Tensor._wrap(values.astype(self.dtype)))
+    values = random._sample(g, "uniform", self.shape, dtype, a, b)
+    return rebind(self, Tensor._wrap(values))

@@ -15,16 +15,15 @@ reads nothing, `x + 1.0`, so a recording cannot always be replayed as a graph.)
 
 from __future__ import annotations
 
-import copy
 import warnings
 
 from tracegrad import tree
 from tracegrad.torch import graph as autograd_graph
 from tracegrad.torch.engine import grad as autograd_grad
 from tracegrad.torch.function import Function
+from tracegrad.torch.generator import default_generator
 from tracegrad.torch.grad_mode import _enabled, enable_grad
 from tracegrad.torch.graph import AccumulateGrad
-from tracegrad.torch.ops import creation
 from tracegrad.torch.tensor import Tensor
 
 _REENTRANT_WARNING = (
@@ -61,7 +60,7 @@ class _Call:
             i for i, a in enumerate(args) if isinstance(a, Tensor) and a.dtype.kind in "fc"
         ]
         # the global stream as the first run found it, so the rerun draws the same numbers
-        self.rng = copy.deepcopy(creation._rng) if preserve_rng_state else None
+        self.rng = default_generator.get_state() if preserve_rng_state else None
 
     def run(self, tensors):
         """The function on `tensors` in the float tensor arguments' places."""
@@ -75,11 +74,12 @@ class _Call:
         `preserve_rng_state`), and leaving the global stream where it was."""
         if self.rng is None:
             return self.run(tensors)
-        current, creation._rng = creation._rng, copy.deepcopy(self.rng)
+        current = default_generator.get_state()
+        default_generator.set_state(self.rng)
         try:
             return self.run(tensors)
         finally:
-            creation._rng = current
+            default_generator.set_state(current)
 
 
 class CheckpointFunction(Function):

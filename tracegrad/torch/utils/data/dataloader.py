@@ -1,7 +1,8 @@
 """`DataLoader` as torch's (torch/utils/data/dataloader.py), loading in the main process: a
 sampler (or batch sampler) yields keys, the dataset is read at them, and `collate_fn` makes the
-batch. Iterating draws a base seed from the loader's generator first, as torch's does, so a
-seeded `torch.Generator` shuffles as torch's. `num_workers > 0` is refused."""
+batch. Iterating draws a base seed from the loader's generator (or the global stream) first,
+as torch's does, so a seeded `torch.Generator`, or `torch.manual_seed`, shuffles as torch's.
+`num_workers > 0` is refused."""
 
 from __future__ import annotations
 

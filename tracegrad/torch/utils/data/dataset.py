@@ -1,7 +1,7 @@
 """Datasets as torch's (torch/utils/data/dataset.py): `Dataset` (indexable) and
 `IterableDataset` (a stream), `TensorDataset`, `StackDataset`, `ConcatDataset`,
 `ChainDataset`, `Subset` and `random_split`, which draws torch's permutation from a seeded
-`torch.Generator`."""
+`torch.Generator` or, by default, from the global stream (`torch.manual_seed`)."""
 
 from __future__ import annotations
 
@@ -233,7 +233,7 @@ def random_split(dataset, lengths, generator=default_generator) -> list[Subset]:
                 )
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = (generator or default_generator)._randperm(sum(lengths))
+    indices = (generator or default_generator)._randperm(sum(lengths)).tolist()
     return [
         Subset(dataset, indices[offset - length : offset])
         for offset, length in zip(itertools.accumulate(lengths), lengths, strict=True)

@@ -1,7 +1,9 @@
 """Samplers as torch's (torch/utils/data/sampler.py): they yield dataset keys (or, batched,
 lists of keys). The random ones draw from a `torch.Generator` as torch's do (`randperm`,
-`randint`, `multinomial`), so a seeded generator gives torch's order; without one they seed a
-fresh generator from the shim's global stream, as torch's seed one from its own."""
+`randint`, `multinomial`), so a seeded generator gives torch's order; without one,
+`RandomSampler` seeds a fresh generator with 63 bits of the global stream and the others draw
+from the global stream itself, as torch's do, so after the same `torch.manual_seed` the order
+is torch's too."""
 
 from __future__ import annotations
 
@@ -81,8 +83,8 @@ class RandomSampler(Sampler[int]):
             yield from generator._randint(0, n, self.num_samples % 32).tolist()
         else:
             for _ in range(self.num_samples // n):
-                yield from generator._randperm(n)
-            yield from generator._randperm(n)[: self.num_samples % n]
+                yield from generator._randperm(n).tolist()
+            yield from generator._randperm(n).tolist()[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -96,7 +98,7 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self):
-        for i in (self.generator or default_generator)._randperm(len(self.indices)):
+        for i in (self.generator or default_generator)._randperm(len(self.indices)).tolist():
             yield self.indices[i]
 
     def __len__(self) -> int:
