@@ -54,6 +54,30 @@ REAL = ["float32", "float64"]
 
 
 # -- the samplers ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(1,), (17,), (4, 5)], ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int16"])
+def test_bernoulli_exponential_and_random_in_place(torch, shape, dtype):
+    def draw(lib):
+        t = lib.empty(shape, dtype=getattr(lib, dtype))
+        out = [t.bernoulli_(0.3), t.clone().bernoulli_(lib.full(shape, 0.6)), t.random_(3, 17)]
+        out += [t.clone().random_(10), t.clone().random_(-5, 2**40 if "64" in dtype else 99)]
+        if dtype.startswith("float"):
+            out.append(t.clone().exponential_(2.5))
+        return out
+
+    assert_same_draws(torch, draw)
+
+
+def test_bernoulli_exponential_and_random_refuse_bad_arguments(torch):
+    for call in (
+        lambda lib: lib.empty(3).bernoulli_(1.5),
+        lambda lib: lib.empty(3).exponential_(-1.0),
+        lambda lib: lib.empty(3).random_(5, 2),
+        lambda lib: lib.empty(3, dtype=lib.int64).exponential_(),
+    ):
+        assert_same_error(lambda c=call: c(tt), lambda c=call: c(torch), scalar_names=True)
+
+
 @pytest.mark.parametrize("dtype", [*REAL, "float16", "complex64", "complex128"])
 @pytest.mark.parametrize("shape", SIZES, ids=str)
 def test_rand_and_randn(torch, shape, dtype):

@@ -1044,6 +1044,7 @@ _METHODS_ELSEWHERE = (
     {"normal_", "uniform_", "cuda", "backward", "_bind_eager"}
     | {"bernoulli", "multinomial", "device", "is_cpu", "is_cuda"}  # test_torch_device_random
     | {"type"}  # test_tensor_basics
+    | {"bernoulli_", "exponential_", "random_"}  # test_global_rng
     | {
         "real",
         "imag",

@@ -111,7 +111,17 @@ from tracegrad.torch.ops.indexing import (
     _getitem,
     _setitem,
 )
-from tracegrad.torch.ops.inplace import _copy_, _fill_, _inplace, _normal_, _uniform_, _zero_
+from tracegrad.torch.ops.inplace import (
+    _bernoulli_,
+    _copy_,
+    _exponential_,
+    _fill_,
+    _inplace,
+    _normal_,
+    _random_,
+    _uniform_,
+    _zero_,
+)
 from tracegrad.torch.ops.matrices import (
     addbmm,
     addmm,
@@ -427,6 +437,9 @@ _METHODS = {
     "fill_": _fill_,
     "copy_": _copy_,
     "normal_": _normal_,
+    "bernoulli_": _bernoulli_,
+    "exponential_": _exponential_,
+    "random_": _random_,
     "bernoulli": bernoulli,
     "multinomial": multinomial,
     "device": property(lambda self: _CPU),

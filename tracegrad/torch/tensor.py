@@ -575,6 +575,7 @@ class Tensor(Boxed):
     bernoulli, multinomial = _implemented("bernoulli", "multinomial")
     # in place
     zero_, fill_, copy_, normal_ = _implemented("zero_", "fill_", "copy_", "normal_")
+    bernoulli_, exponential_, random_ = _implemented("bernoulli_", "exponential_", "random_")
     uniform_, add_, sub_, mul_, div_ = _implemented("uniform_", "add_", "sub_", "mul_", "div_")
     pow_, neg_, exp_, log_, sin_ = _implemented("pow_", "neg_", "exp_", "log_", "sin_")
     cos_, tanh_, sqrt_, abs_, sigmoid_ = _implemented("cos_", "tanh_", "sqrt_", "abs_", "sigmoid_")

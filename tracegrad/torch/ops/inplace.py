@@ -109,6 +109,55 @@ def _normal_(self, mean=0.0, std=1.0, *, generator=None):
     return rebind(self, Tensor._wrap(values))
 
 
+def _bernoulli_(self, p=0.5, *, generator=None):
+    """ATen's `bernoulli_`: a uniform below `p` (a number, or a tensor broadcast to self)."""
+    self._check_inplace()
+    g = random._kernels(generator, "bernoulli_")
+    if isinstance(p, Tensor):
+        probs = np.broadcast_to(p._cell.value, self.shape)
+        draws = g._bernoulli_tensor(np.ascontiguousarray(probs))
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        draws = g._bernoulli(int(np.prod(self.shape)), p).reshape(self.shape)
+    return rebind(self, Tensor._wrap(draws.astype(self.dtype)))
+
+
+def _exponential_(self, lambd=1.0, *, generator=None):
+    """ATen's `exponential_`: `-log1p(-u) / lambd` of float64 uniforms, in self's dtype."""
+    self._check_inplace()
+    if self.dtype.kind != "f":
+        raise RuntimeError(
+            "Exponential distribution is a continuous probability distribution. dtype must be "
+            f"a floating point but you specified {self.dtype.name}"
+        )
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
+    g = random._kernels(generator, "exponential_")
+    values = g._exponential(int(np.prod(self.shape)), self.dtype, lambd).reshape(self.shape)
+    return rebind(self, Tensor._wrap(values))
+
+
+def _random_(self, from_=None, to=None, *, generator=None):
+    """ATen's `random_(from, to)` (`random_(to)`: from 0): `random() % (to - from) + from`,
+    on 64-bit words for wide ranges, in self's dtype."""
+    self._check_inplace()
+    if to is None and from_ is not None:
+        from_, to = 0, from_
+    if to is None:
+        raise NotImplementedError(
+            "random_() without bounds is not supported by tracegrad; give them: "
+            "random_(to) or random_(from, to)"
+        )
+    if from_ >= to:
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}"
+        )
+    g = random._kernels(generator, "random_")
+    draws = g._randint(int(from_), int(to), int(np.prod(self.shape))).reshape(self.shape)
+    return rebind(self, Tensor._wrap(draws.astype(self.dtype)))
+
+
 def _uniform_(self, a=0.0, b=1.0, *, generator=None):
     """ATen's `uniform_`: `fma(u, b - a, a)`, in float32 for the dtypes narrower than float64."""
     self._check_inplace()
