@@ -5,8 +5,9 @@ input gradients against a random cotangent (and PReLU's and Bilinear's parameter
 second derivatives, points exactly at the kinks (in long tensors and one at a time, since
 ATen's vectorised and scalar kernels both run), `dim` arguments, `inplace=True` and the `_`
 forms (the input changes, `grad_fn` names), reprs, and PyTorch's messages for bad input.
-RReLU in training mode is random (tracegrad's generator, not PyTorch's stream): it is tested
-by its properties."""
+RReLU in training mode draws its slopes as ATen does, on the global generator: after the same
+`manual_seed` they are PyTorch's (and the stream is left where PyTorch leaves it); its
+properties are tested too."""
 
 from __future__ import annotations
 
@@ -525,6 +526,22 @@ def test_rrelu_training_draws_slopes_in_bounds_with_their_gradient(dtype, inplac
     assert abs(drawn.mean() - (lower + upper) / 2) < 6 * sd
     assert abs(drawn.var() - (upper - lower) ** 2 / 12) < 0.1 * (upper - lower) ** 2 / 12
     assert len(np.unique(drawn)) > 3000  # one slope per element
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_rrelu_training_draws_torchs_slopes_after_the_same_seed(torch, dtype, inplace):
+    x = np.random.default_rng(1).standard_normal((5, 41)).astype(dtype)
+    x[0, :3] = [0.0, np.nan, -0.0]
+    results = []
+    for lib in (tt, torch):
+        lib.manual_seed(7)
+        leaf = lib.tensor(x, requires_grad=True)
+        out = lib.nn.functional.rrelu(leaf * 1.0, 0.1, 0.4, training=True, inplace=inplace)
+        out.sum().backward()
+        results.append([out.detach().numpy(), leaf.grad.numpy(), lib.rand(3).numpy()])
+    for ours, theirs in zip(*results, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
 
 
 def test_rrelu_training_follows_the_seed_and_the_module_mode(torch):

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from tracegrad.torch import ops
-from tracegrad.torch.ops import creation
+from tracegrad.torch.generator import default_generator
 from tracegrad.torch.ops.conventions import _dims, _named
 from tracegrad.torch.ops.inplace import rebind
 from tracegrad.torch.tensor import Tensor
@@ -283,9 +283,17 @@ def _rrelu(x: Tensor, lower: float, upper: float, training: bool, name: str) -> 
     if not training:
         return _named(_leaky(x, (lower + upper) / 2), name, (x,))
     _floating_kernel(x, "rrelu_with_noise_out_cpu")
-    slopes = Tensor(creation._rng.uniform(lower, upper, x.shape).astype(x.dtype))
-    noise = ops.where(ops.le(x.detach(), 0), slopes, 1.0)  # as ATen: 1 where x > 0 or NaN
-    return _named(ops.mul(x, noise), name, (x,))
+    # ATen's loop: in order, each element <= 0 draws `uniform_real_distribution<double>(lower,
+    # upper)` (the bounds first cast to the op's math type) on the global generator; the
+    # others (and NaN) keep slope 1
+    math_type = np.float64 if x.dtype == np.float64 else np.float32
+    low, high = float(math_type(lower)), float(math_type(upper))
+    values = x.detach().numpy()
+    negative = values <= 0
+    u = default_generator._unit(int(negative.sum()), np.float64)
+    noise = np.ones(values.shape, x.dtype)
+    noise[negative] = (u * (high - low) + low).astype(math_type).astype(x.dtype)  # unfused here
+    return _named(ops.mul(x, Tensor(noise)), name, (x,))
 
 
 def rrelu(
@@ -298,8 +306,8 @@ def rrelu(
     """Randomized leaky ReLU. Not training: `leaky_relu` with slope `(lower + upper) / 2`,
     exactly as PyTorch. Training: each non-positive element gets its own slope drawn from
     U(lower, upper), and its gradient is that slope (the gradient at 0 too, as PyTorch's).
-    The slopes come from tracegrad's global generator (`tracegrad.torch.manual_seed`), read
-    at call time: the same distribution as PyTorch's, not bit-equal to PyTorch's stream."""
+    The slopes are drawn as ATen draws them, on the global generator, so after
+    `torch.manual_seed` they are PyTorch's."""
     if inplace:
         return rrelu_(input, lower, upper, training)
     return _rrelu(_tensor(input), lower, upper, training, "RreluWithNoiseBackward0")
