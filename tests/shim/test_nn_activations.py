@@ -743,3 +743,30 @@ def test_signatures_match_torch(torch):
         assert [(p.name, p.default) for p in ours.parameters.values()] == [
             (p.name, p.default) for p in theirs.parameters.values()
         ], cls
+
+
+# -- gumbel_softmax --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gumbel_softmax_draws_torchs_noise_after_the_same_seed(torch, hard, dtype):
+    x = np.random.default_rng(4).standard_normal((4, 6)).astype(dtype)
+    weights = np.arange(24.0).reshape(4, 6).astype(dtype)
+    results = []
+    for lib in (tt, torch):
+        lib.manual_seed(11)
+        leaf = lib.tensor(x, requires_grad=True)
+        y = lib.nn.functional.gumbel_softmax(leaf, tau=0.5, hard=hard, dim=0)
+        (y * lib.tensor(weights)).sum().backward()
+        results.append([y.detach().numpy(), leaf.grad.numpy(), lib.rand(2).numpy()])
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    for ours, theirs in zip(*results, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol)
+    if hard:
+        np.testing.assert_array_equal(results[0][0].sum(axis=0), 1.0)  # one-hot along dim
+
+
+def test_gumbel_softmax_warns_on_eps_as_torch(torch):
+    with pytest.warns(UserWarning, match="`eps` parameter is deprecated and has no effect."):
+        tt.nn.functional.gumbel_softmax(tt.zeros(3), eps=0.1)

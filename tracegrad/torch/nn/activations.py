@@ -34,6 +34,7 @@ __all__ = [
     "celu_",
     "elu_",
     "glu",
+    "gumbel_softmax",
     "hardshrink",
     "hardsigmoid",
     "hardswish",
@@ -408,6 +409,22 @@ def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmin", x.ndim, _stacklevel)
     return ops.softmax(ops.neg(x), dim, dtype=dtype)
+
+
+def gumbel_softmax(logits, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim=-1):
+    """PyTorch's: `softmax((logits + g) / tau)` for Gumbel noise `g = -log(E)`, E exponential
+    draws on the global generator (PyTorch's draws after the same seed); with `hard`, the
+    one-hot of the argmax, with the soft sample's gradient (straight through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    x = _tensor(logits)
+    gumbels = ops.neg(ops.log(ops.empty_like(x).exponential_()))
+    y_soft = ops.softmax(ops.div(ops.add(x, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    index = ops.max(y_soft, dim, keepdim=True)[1]
+    y_hard = ops.zeros_like(x).scatter_(dim, index, 1.0)
+    return ops.add(ops.sub(y_hard, y_soft.detach()), y_soft)
 
 
 def glu(input, dim: int = -1):
