@@ -200,7 +200,7 @@ def test_golden_source_uses_the_printer_names_and_frees_at_last_use():
             del c
             e = np.add(d, b)
             del d
-            f = np.sum(e, axis=(0,), keepdims=False)
+            f = np.add.reduce(e, axis=(0,), keepdims=False)
             del e
             return (f,)
         """
@@ -222,7 +222,7 @@ def test_golden_source_with_buffer_reuse():
             del c
             e = np.add(d, b, out=d)
             del d
-            f = np.sum(e, axis=(0,), keepdims=False)
+            f = np.add.reduce(e, axis=(0,), keepdims=False)
             del e
             return (f,)
         """

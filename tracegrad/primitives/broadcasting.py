@@ -194,13 +194,14 @@ def _sum_vjp(x_bar, x, *, out, axis, keepdims):
 
 sum_p, sum = reducer(  # noqa: A001 - NumPy's name
     "sum",
-    np.sum,
+    np.add.reduce,  # np.sum's own reduction (the same bits), without its Python wrapper
     "Sum over the axes in `axis` (a normalized tuple).",
     shape=_sum_shape,
     jvp=_sum_jvp,
     vjp=_sum_vjp,
     vjp_reads=READS_NOTHING,
     taylor=series.LINEAR,
+    emit=lambda x, *, axis, keepdims: f"np.add.reduce({x}, axis={axis!r}, keepdims={keepdims!r})",
 )
 
 PRIMITIVES = (broadcast_to_p, sum_p)

@@ -126,6 +126,14 @@ def _transpose_vjp(x_bar, x, *, out, axes):
     return (transpose(x_bar, tuple(int(a) for a in np.argsort(axes))),)
 
 
+def _transpose_text(x: str, axes) -> str:
+    # the same view as np.transpose, without its Python wrapper (a 2-d swap is `.T`); values of
+    # fewer than two axes may be Python scalars in generated code, which have no methods
+    if len(axes) < 2:
+        return f"np.transpose({x}, {axes!r})"
+    return f"{x}.T" if axes == (1, 0) else f"{x}.transpose({axes!r})"
+
+
 transpose_p = Primitive(
     "transpose",
     impl=lambda x, *, axes: np.transpose(x, axes),
@@ -133,7 +141,7 @@ transpose_p = Primitive(
     jvp=linear_jvp(transpose),
     vjp=_transpose_vjp,
     batch=_transpose_batch,
-    emit=lambda x, *, axes: f"np.transpose({x}, {axes!r})",
+    emit=lambda x, *, axes: _transpose_text(x, axes),
     vjp_reads=READS_NOTHING,
     layout=Layout.PERMUTED,
     torch_name="PermuteBackward0",
