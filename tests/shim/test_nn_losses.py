@@ -716,10 +716,6 @@ def test_ctc_is_out_of_scope():
         NN.CTCLoss()
 
 
-_FIXED = not hasattr(F_existing, "_legacy")  # the nn-loss report's diff to functional.py
-
-
-@pytest.mark.skipif(not _FIXED, reason="needs the functional.py diff of the nn-loss report")
 def test_cross_entropy_nll_mse_take_legacy_arguments_and_negative_smoothing(torch):
     x, y = rng.standard_normal((5, 4)), rng.integers(0, 4, 5)
 
