@@ -1,7 +1,8 @@
 """Resampling against torch: pad in every mode, interpolate (nearest, nearest-exact, linear,
-bilinear, trilinear, area; size, scale_factor, align_corners), grid_sample, pixel_shuffle and
-pixel_unshuffle, and the Upsample / PixelShuffle / PixelUnshuffle Modules; float64 and
-float32, outputs and gradients from identical inputs; PyTorch's messages for bad input."""
+bilinear, trilinear, area; size, scale_factor, align_corners), grid_sample (every padding
+mode), pixel_shuffle and pixel_unshuffle, and the Upsample / PixelShuffle / PixelUnshuffle
+Modules; float64 and float32, outputs and gradients from identical inputs; PyTorch's messages
+for bad input."""
 
 from __future__ import annotations
 
@@ -115,12 +116,24 @@ def test_linear_and_trilinear_interpolation_match_torch(torch, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(align_corners=False), dict(align_corners=True), dict(mode="nearest", align_corners=True)],
+    [
+        dict(align_corners=False),
+        dict(align_corners=True),
+        dict(mode="nearest", align_corners=True),
+        *(
+            dict(mode=mode, padding_mode=padding, align_corners=corners)
+            for mode in ("bilinear", "nearest")
+            for padding in ("border", "reflection")
+            for corners in (False, True)
+        ),
+    ],
     ids=str,
 )
 def test_grid_sample_matches_torch(torch, kwargs, dtype):
-    # points outside [-1, 1] too: their out-of-range neighbours read zeros
-    grid = np.random.default_rng(4).uniform(-1.2, 1.2, (2, 4, 3, 2)).astype(dtype)
+    # points well outside [-1, 1] too: zeros, clipped or reflected (several times) by the
+    # padding mode; and the corners exactly, where clipping's gradient is zero
+    grid = np.random.default_rng(4).uniform(-2.5, 2.5, (2, 4, 3, 2)).astype(dtype)
+    grid[0, 0, :2] = [[-1.0, 1.0], [1.0, -1.0]]
     check(
         torch,
         lambda x, g: resampling.grid_sample(x, g, **kwargs),

@@ -269,10 +269,48 @@ def _unnormalize(coord, size: int, align_corners: bool):
     return ops.div(ops.sub(ops.mul(ops.add(coord, 1.0), float(size)), 1.0), 2.0)
 
 
+def _clip(coord, size: int):
+    """ATen's `clip_coordinates`: into [0, size - 1], with gradient 0 at and beyond the ends."""
+    c = coord.detach().numpy()
+    inside = ops.as_tensor((c > 0) & (c < size - 1))
+    clipped = ops.as_tensor(np.clip(c, 0, size - 1).astype(c.dtype))
+    return ops.where(inside, coord, clipped)
+
+
+def _reflect(coord, twice_low: int, twice_high: int):
+    """ATen's `reflect_coordinates`: `coord` folded into [low, high] by reflections at the
+    ends, the gradient's sign flipping with each reflection (as its `_set_grad` form)."""
+    if twice_low == twice_high:
+        return ops.mul(coord, 0.0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    shifted = ops.sub(coord, low)
+    c = shifted.detach().numpy()
+    sign = np.where(c < 0, -1, 1).astype(c.dtype)
+    distance = ops.mul(shifted, ops.as_tensor(sign))  # |coord - low|, gradient +1 at 0
+    d = distance.detach().numpy()
+    flips = np.floor(d / c.dtype.type(span))
+    extra = ops.sub(distance, ops.as_tensor((d - np.fmod(d, c.dtype.type(span))).astype(c.dtype)))
+    even = ops.as_tensor(flips % 2 == 0)
+    return ops.where(even, ops.add(extra, low), ops.add(ops.rsub(extra, span), low))
+
+
+def _padded_coordinates(coord, size: int, padding_mode: str, align_corners: bool):
+    """ATen's `compute_coordinates`: 'border' clips, 'reflection' reflects, then clips."""
+    if padding_mode == "border":
+        return _clip(coord, size)
+    if padding_mode == "reflection":
+        if align_corners:
+            coord = _reflect(coord, 0, 2 * (size - 1))
+        else:
+            coord = _reflect(coord, -1, 2 * size - 1)
+        return _clip(coord, size)
+    return coord
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Samples (N, C, H, W) at the points of `grid` (N, Ho, Wo, 2), x then y in [-1, 1]:
-    'bilinear' or 'nearest', 'zeros' padding. Gradients reach the input and, for
-    'bilinear', the grid."""
+    'bilinear' or 'nearest', 'zeros', 'border' or 'reflection' padding (ATen's coordinate
+    arithmetic). Gradients reach the input and, for 'bilinear', the grid."""
     x, g = _as_tensor(input), _as_tensor(grid)
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(
@@ -285,10 +323,6 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise ValueError(
             "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
             f"'reflection', but got: '{padding_mode}'"
-        )
-    if padding_mode != "zeros":
-        raise NotImplementedError(
-            f"grid_sample: padding_mode={padding_mode!r} is not supported by tracegrad"
         )
     if align_corners is None:
         warnings.warn(
@@ -310,6 +344,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     _, ho, wo, _ = g.shape
     ix = _unnormalize(ops.select(g, 3, 0), w, align_corners)
     iy = _unnormalize(ops.select(g, 3, 1), h, align_corners)
+    ix = _padded_coordinates(ix, w, padding_mode, align_corners)
+    iy = _padded_coordinates(iy, h, padding_mode, align_corners)
     flat = views.reshape(x, (n, c, h * w))
 
     def corner(cx, cy):
