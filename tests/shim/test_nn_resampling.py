@@ -1,5 +1,5 @@
 """Resampling against torch: pad in every mode, interpolate (nearest, nearest-exact, linear,
-bilinear, trilinear, area; size, scale_factor, align_corners), grid_sample (every padding
+bilinear, bicubic, trilinear, area; size, scale_factor, align_corners), grid_sample (every padding
 mode), pixel_shuffle and pixel_unshuffle, and the Upsample / PixelShuffle / PixelUnshuffle
 Modules; float64 and float32, outputs and gradients from identical inputs; PyTorch's messages
 for bad input."""
@@ -77,6 +77,10 @@ INTERPOLATE_CASES = [
     dict(scale_factor=0.5, mode="bilinear", recompute_scale_factor=True),
     dict(size=(3, 4), mode="nearest-exact"),
     dict(size=(3, 4), mode="area"),
+    dict(size=(7, 9), mode="bicubic"),
+    dict(size=(3, 2), mode="bicubic", align_corners=True),
+    dict(scale_factor=(0.6, 2.0), mode="bicubic"),
+    dict(scale_factor=1.7, mode="bicubic", align_corners=True),
 ]
 
 

@@ -127,8 +127,9 @@ def _pad_axis(x, axis: int, low: int, high: int, mode: str):
 # -- interpolate ----------------------------------------------------------------------------------
 
 _MODES = {"nearest": 0, "nearest-exact": 0, "linear": 1, "bilinear": 2, "trilinear": 3, "area": 0}
+_MODES["bicubic"] = 2
 _NAMES = {"nearest": "Nearest", "nearest-exact": "NearestExact", "linear": "Linear"}
-_NAMES.update({"bilinear": "Bilinear", "trilinear": "Trilinear"})
+_NAMES.update({"bilinear": "Bilinear", "trilinear": "Trilinear", "bicubic": "Bicubic"})
 
 
 def _spatial_arg(value, n: int, what: str, spatial) -> tuple:
@@ -199,6 +200,34 @@ def _linear_matrix(size: int, out: int, scale, align_corners: bool, dtype) -> np
     return m
 
 
+def _cubic_matrix(size: int, out: int, scale, align_corners: bool, dtype) -> np.ndarray:
+    """PyTorch's four-tap cubic convolution weights (A = -0.75) of each output index, as an
+    (out, size) matrix; taps beyond the ends read the edge (ATen clamps the index)."""
+    acc = np.float32 if dtype == np.float32 else np.float64
+    a = acc(-0.75)
+    if align_corners:
+        f = acc((size - 1) / (out - 1)) if out > 1 else acc(0)
+        src = f * np.arange(out, dtype=acc)
+    else:  # no clamp at 0 for the cubic mode
+        f = acc(1.0 / scale) if scale is not None and scale > 0 else acc(size / out)
+        src = f * (np.arange(out, dtype=acc) + acc(0.5)) - acc(0.5)
+    i0 = np.floor(src)
+    t = src - i0
+
+    def near(x):  # |x| <= 1
+        return ((a + acc(2)) * x - (a + acc(3))) * x * x + acc(1)
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - acc(5) * a) * x + acc(8) * a) * x - acc(4) * a
+
+    weights = (far(t + acc(1)), near(t), near(acc(1) - t), far(acc(2) - t))
+    m = np.zeros((out, size), dtype)
+    rows = np.arange(out)
+    for k, w in enumerate(weights):
+        np.add.at(m, (rows, np.clip(i0.astype(np.int64) - 1 + k, 0, size - 1)), w.astype(dtype))
+    return m
+
+
 def _along(y, dim: int, matrix: np.ndarray):
     """`matrix @ y` along axis `dim` of `y` (one BLAS matmul; a transpose for inner axes)."""
     if dim == y.ndim - 1:
@@ -219,9 +248,9 @@ def interpolate(
     antialias: bool = False,
 ):
     """Resizes the spatial axes of (N, C, *spatial) to `size` (or `scale_factor` times
-    them, floored): 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D),
-    'trilinear' (5-D) and 'area' (adaptive average pooling), with PyTorch's source
-    coordinates (`align_corners` for the linear modes)."""
+    them, floored): 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' and 'bicubic'
+    (4-D), 'trilinear' (5-D) and 'area' (adaptive average pooling), with PyTorch's source
+    coordinates (`align_corners` for the interpolating modes)."""
     x = _as_tensor(input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -234,7 +263,7 @@ def interpolate(
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported by tracegrad")
     n = x.ndim - 2
-    if mode not in _MODES and mode != "bicubic" or x.ndim not in (3, 4, 5):
+    if mode not in _MODES or x.ndim not in (3, 4, 5):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {x.ndim}D) for the "
             "modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
@@ -243,8 +272,6 @@ def interpolate(
     need = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}.get(mode)
     if need is not None and x.ndim != need:
         raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs {need}D input")
-    if mode == "bicubic":
-        raise NotImplementedError("interpolate: mode='bicubic' is not supported by tracegrad")
     sizes, scales = _out_sizes(x, n, size, scale_factor, recompute_scale_factor)
     if mode == "area":
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[n - 1]
@@ -254,6 +281,8 @@ def interpolate(
         dim, s, o = axis + 2, x.shape[axis + 2], sizes[axis]
         if mode.startswith("nearest"):
             m = _nearest_matrix(s, o, scales[axis], mode == "nearest-exact", x.dtype)
+        elif mode == "bicubic":
+            m = _cubic_matrix(s, o, scales[axis], align_corners, x.dtype)
         else:
             m = _linear_matrix(s, o, scales[axis], align_corners, x.dtype)
         y = _along(y, dim, m)
