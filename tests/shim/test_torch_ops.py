@@ -958,6 +958,16 @@ def test_methods_are_the_functions():
 
 
 # names checked by the dedicated tests below rather than by the case table
+_ELSEWHERE_MATH = set(  # test_torch_math_extra
+    (
+        "aminmax bincount bitwise_and bitwise_not bitwise_or bitwise_xor bucketize copysign "
+        "corrcoef count_nonzero cov cumulative_trapezoid deg2rad diff float_power fmax fmin fmod "
+        "frac frexp gcd gradient heaviside histc igamma igammac is_floating_point is_nonzero isin "
+        "isneginf isposinf isreal lcm ldexp logaddexp logaddexp2 logical_xor logit mvlgamma "
+        "nan_to_num nanmean nanquantile nansum nextafter quantile rad2deg searchsorted signbit "
+        "std_mean trapezoid trapz unique_consecutive unravel_index var_mean "
+    ).split()
+)
 _ELSEWHERE = {
     "manual_seed",
     "zeros",
@@ -1037,6 +1047,7 @@ _ELSEWHERE = {
     # special functions and matrix functions: tests/shim/test_torch_math.py
     *special_math.__all__,
     *matrices.__all__,
+    *{*ops.shapes_extra.__all__, *ops.products_extra.__all__},  # test_torch_ops_extra.py
 }
 # cuda: test_cuda_is_refused_clearly; backward: every gradient above; _bind_eager: internal;
 # the complex methods: tests/shim/test_complex.py
@@ -1067,6 +1078,7 @@ _METHODS_ELSEWHERE = (
     | {*special_math.__all__, *matrices.__all__, "unfold"}  # tests/shim/test_torch_math.py
     | {f"{n}_" for n in (*special_math.__all__, "addmm", "addmv", "addbmm", "baddbmm")}
     | set(selection.__all__)  # tests/shim/test_torch_selection.py
+    | {*ops.shapes_extra.__all__, *ops.products_extra.__all__}  # test_torch_ops_extra.py
 )  # torch.linalg's, against torch: tests/shim/test_torch_linalg_fft.py
 
 
@@ -1076,7 +1088,7 @@ def test_cuda_is_refused_clearly():
 
 
 def test_every_name_is_covered():
-    missing = set(ops.__all__) - COVERED_FUNCS - _ELSEWHERE
+    missing = set(ops.__all__) - COVERED_FUNCS - _ELSEWHERE - _ELSEWHERE_MATH
     assert not missing, f"functions without a case: {sorted(missing)}"
     names = set(methods.METHODS) | {n + "_" for n in methods._INPLACE}
     missing = names - COVERED_METHODS - _METHODS_ELSEWHERE

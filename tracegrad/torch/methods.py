@@ -15,6 +15,7 @@ from tracegrad.torch.creation_from_data import _check_device, tensor
 from tracegrad.torch.device import _CPU
 from tracegrad.torch.engine import backward as _backward
 from tracegrad.torch.linalg import det, inverse
+from tracegrad.torch.ops import products_extra, shapes_extra
 from tracegrad.torch.ops.arithmetic import (
     abs,
     acos,
@@ -243,6 +244,12 @@ def _new(make):
     return method
 
 
+# the functions of ops/shapes_extra.py and ops/products_extra.py that are methods too
+_EXTRA = """arctan2 greater greater_equal less less_equal not_equal positive moveaxis movedim ger
+fliplr flipud hsplit vsplit dsplit tensor_split broadcast_to ravel tile unflatten repeat_interleave
+narrow_copy select_scatter slice_scatter diagonal_scatter diagflat trace kron inner vdot addr
+cross dist renorm""".split()
+
 _METHODS = {
     "add": add,
     "sub": sub,
@@ -466,6 +473,7 @@ _METHODS = {
     "is_complex": is_complex,
     "angle": angle,
     "sgn": sgn,
+    **{n: getattr(products_extra, n, None) or getattr(shapes_extra, n) for n in _EXTRA},
     "__getitem__": _getitem,
     "__setitem__": _setitem,
     "__add__": add,

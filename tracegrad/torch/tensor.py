@@ -564,6 +564,28 @@ class Tensor(Boxed):
     index_add, index_copy, index_fill = _implemented("index_add", "index_copy", "index_fill")
     index_put, masked_scatter, take = _implemented("index_put", "masked_scatter", "take")
     (take_along_dim,) = _implemented("take_along_dim")
+    # ops/shapes_extra.py and ops/products_extra.py
+    arctan2, greater, greater_equal, less = _implemented(
+        "arctan2", "greater", "greater_equal", "less"
+    )
+    less_equal, not_equal, positive, moveaxis = _implemented(
+        "less_equal", "not_equal", "positive", "moveaxis"
+    )
+    movedim, ger, fliplr, flipud = _implemented("movedim", "ger", "fliplr", "flipud")
+    hsplit, vsplit, dsplit, tensor_split = _implemented(
+        "hsplit", "vsplit", "dsplit", "tensor_split"
+    )
+    broadcast_to, ravel, tile, unflatten = _implemented(
+        "broadcast_to", "ravel", "tile", "unflatten"
+    )
+    repeat_interleave, narrow_copy, select_scatter, slice_scatter = _implemented(
+        "repeat_interleave", "narrow_copy", "select_scatter", "slice_scatter"
+    )
+    diagonal_scatter, diagflat, trace, kron = _implemented(
+        "diagonal_scatter", "diagflat", "trace", "kron"
+    )
+    inner, vdot, addr, cross = _implemented("inner", "vdot", "addr", "cross")
+    dist, renorm = _implemented("dist", "renorm")
     # dtypes, devices, new tensors
     to, type, type_as = _implemented("to", "type", "type_as")
     float, double, half = _implemented("float", "double", "half")

@@ -15,7 +15,9 @@ One module per family: `promotion` (dtypes and the binary-operation dispatch), `
 wrappers: methods take none); the tensor methods built from them are listed in
 `tracegrad.torch.methods`. This package re-exports the functions; `__all__` collects the
 families' lists, and `tracegrad.torch` re-exports them. Two more families: `special_math`
-(erf, lgamma, polygamma, xlogy, ...) and `matrices` (addmm, diag, roll, unfold, ...).
+(erf, lgamma, polygamma, xlogy, ...) and `matrices` (addmm, diag, roll, unfold, ...);
+`shapes_extra` (movedim, hstack, tensor_split, repeat_interleave, meshgrid, ...) and
+`products_extra` (NumPy-style aliases, kron, tensordot, cross, cdist, renorm, logspace, ...).
 """
 
 from tracegrad.torch.ops import (
@@ -23,11 +25,15 @@ from tracegrad.torch.ops import (
     comparisons,
     complex_numbers,
     creation,
+    math_extra,
+    math_extra_reductions,
     matrices,
+    products_extra,
     random,
     reductions,
     selection,
     shapes,
+    shapes_extra,
     special_math,
 )
 
@@ -37,13 +43,17 @@ from tracegrad.torch.ops.arithmetic import *  # noqa: F403
 from tracegrad.torch.ops.comparisons import *  # noqa: F403
 from tracegrad.torch.ops.complex_numbers import *  # noqa: F403
 from tracegrad.torch.ops.creation import *  # noqa: F403
+from tracegrad.torch.ops.math_extra import *  # noqa: F403
+from tracegrad.torch.ops.math_extra_reductions import *  # noqa: F403
 from tracegrad.torch.ops.matrices import *  # noqa: F403
+from tracegrad.torch.ops.products_extra import *  # noqa: F403
 from tracegrad.torch.ops.promotion import result_type
 from tracegrad.torch.ops.random import *  # noqa: F403
 from tracegrad.torch.ops.reductions import *  # noqa: F403
 from tracegrad.torch.ops.scatter import *  # noqa: F403
 from tracegrad.torch.ops.selection import *  # noqa: F403
 from tracegrad.torch.ops.shapes import *  # noqa: F403
+from tracegrad.torch.ops.shapes_extra import *  # noqa: F403
 from tracegrad.torch.ops.special_math import *  # noqa: F403
 
 __all__ = [
@@ -58,6 +68,10 @@ __all__ = [
     *random.__all__,
     *special_math.__all__,
     *matrices.__all__,
+    *math_extra.__all__,
+    *math_extra_reductions.__all__,
+    *shapes_extra.__all__,
+    *products_extra.__all__,
     "result_type",
 ]
 
