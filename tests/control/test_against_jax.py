@@ -368,3 +368,25 @@ def test_second_order_through_scan_agrees_with_jax():
     _close(tg.hessian(t)(x), want)
     _close(tg.jit(tg.hessian(t))(x), want)
     _close(tg.jacfwd(tg.grad(t))(x), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_grad_of_a_loop_whose_index_reaches_a_cond_branch_agrees_with_jax(dtype):
+    # the index is a weak Python int in the body; its residual comes back strong from the
+    # stacked array and must be weak again where the branch was traced with it weak
+    w = np.linspace(0.5, 1.5, 3).astype(dtype)
+
+    def loss(m, lax):
+        def f(x):
+            def body(i, v):
+                return lax.cond(m.sum(v) > 0, lambda v: m.sin(v) * w, lambda v: v * i, v)
+
+            return m.sum(lax.fori_loop(1, 4, body, x))
+
+        return f
+
+    x = np.array([1.0, -2.0, 0.3], dtype)
+    want = jax.grad(loss(jnp, jax.lax))(x)
+    for got in (tg.grad(loss(np, tg))(x), tg.jit(tg.grad(loss(np, tg)))(x)):
+        assert got.dtype == want.dtype
+        _close(got, want, rtol=1e-6 if dtype == np.float32 else 1e-10)

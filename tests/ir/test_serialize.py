@@ -23,6 +23,7 @@ from tracegrad.ir.primitive import lookup
 from tracegrad.ir.serialize import MAX_DEPTH, PARAM_TYPES, dumps, loads
 from tracegrad.ir.verify import verify
 from tracegrad.primitives import ALL
+from tracegrad.primitives import elementwise as ew
 from tracegrad.primitives import shape as sp
 from tracegrad.primitives.elementwise import negative_p
 
@@ -1180,6 +1181,8 @@ COVERAGE.append(
         (_X,),
     )
 )
+# a weak cast (how a loop's reverse mode restores a weak residual, inside its body)
+COVERAGE.append((lambda i: ew.astype(i, np.int64, weak=True) * 2, (np.int64(3),)))
 COVERAGE_GRAPHS = [tg.make_graph(f)(*args) for f, args in COVERAGE]
 
 
@@ -1242,6 +1245,7 @@ BAD_PARAMS = {
     "stable": {"int": 1},
     "kth": {"tuple": [{"float": 1.0}]},
     "right": {"str": "True"},
+    "weak": {"int": 1},
     "batch_dims": {"int": -1},
     "size": {"int": -2},
     "fill_value": {"int": 0},

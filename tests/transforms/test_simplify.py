@@ -396,6 +396,53 @@ def test_broadcast_to_and_astype_to_what_the_value_is():
     assert _count(s, "astype") == 1
 
 
+_LAYOUTS = ["C", "F", "reversed", "strided"]
+
+
+def _laid_out(x: np.ndarray, how: str) -> np.ndarray:
+    if how == "F":
+        return np.asfortranarray(x)
+    if how == "reversed":
+        return np.ascontiguousarray(x[::-1, ::-1])[::-1, ::-1]
+    if how == "strided":
+        big = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
+        big[:, ::2] = x
+        return big[:, ::2]
+    return x
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@given(
+    shape=st.sampled_from([(1, 1), (1, 5), (4, 1), (5,), (1,), (), (4, 5)]),
+    how=st.sampled_from(_LAYOUTS),
+    side=st.booleans(),
+)
+def test_an_elementwise_operand_reads_what_was_broadcast(dtype, shape, how, side):
+    # the broadcast view and the value NumPy's iterator broadcasts itself have the same zero
+    # strides: the same bits and the same result layout for the other operand in any layout
+    c = np.linspace(0.5, 1.5, int(np.prod(shape))).reshape(shape).astype(dtype)
+    y = _laid_out(np.linspace(-2.0, 2.0, 20, dtype=dtype).reshape(4, 5), how)
+
+    def f(y, c):
+        b = np.broadcast_to(c, (4, 5))
+        return (b * y, y - b) if side else (np.maximum(y, b), np.arctan2(b, y))
+
+    graph, s = _simplified(f, y, c, contiguous=False)
+    assert _count(graph, "broadcast_to") == 1 and _count(s, "broadcast_to") == 0
+    for got, want in zip(s(y, c), f(y, c)):
+        assert got.strides == want.strides
+    got = tg.jit(f)(y, c)
+    assert_bitwise_equal(got, f(y, c))
+    assert [g.strides for g in got] == [w.strides for w in f(y, c)]
+
+
+def test_a_broadcast_that_sets_the_shape_is_kept():
+    x, c = np.arange(3.0), np.arange(2.0).reshape(2, 1)
+    # the broadcast is the only operand of the full shape: without it the result shrinks
+    graph, s = _simplified(lambda x, c: np.broadcast_to(c, (2, 3)) * 2.0 + x, x, c)
+    assert _count(s, "broadcast_to") == 1
+
+
 def test_integer_sum_over_size_one_axes_becomes_a_reshape():
     x = np.arange(6).reshape(2, 1, 3)
     f = lambda x: np.sum(x * 2, axis=1) + np.sum(x * 2, axis=(1,), keepdims=True)  # noqa: E731

@@ -334,7 +334,9 @@ class Jitted:
             # `f` closes over tracers of an enclosing transformation: the graph is valid for
             # this call only, so it is inlined and not cached.
             return _Entry(traced.graph, None, out_tree, None, traced.captured)
-        graph = simplify(traced.graph)
+        graph = traced.graph
+        del traced  # (a large graph's traced form goes while the simplified one compiles)
+        graph = simplify(graph)
         donated = self._donated_positions(args, statics)
         if self.backend == "codegen":
             compiled = compile_graph(graph, donated=frozenset(donated))

@@ -35,20 +35,28 @@ class Compiled:
     `fn(*flat_inputs)` runs it on the graph's inputs (in order) and returns a tuple of its
     outputs; the constant arguments are bound as the function's defaults, so a call costs no
     Python work beyond the call itself. `memory` is the predicted peak of live intermediate
-    bytes (`tracegrad.ir.analysis.peak_bytes`: buffer reuse never raises it, in place
-    updates may lower the true peak below it). `reused` counts the `out=` writes.
+    bytes (`tracegrad.ir.analysis.peak_bytes`, computed when first read: buffer reuse never
+    raises it, in place updates may lower the true peak below it). `reused` counts the
+    `out=` writes.
     """
 
     fn: Callable
-    source: str
     graph: Graph
     name: str
     filename: str
     const_names: tuple[str, ...]
     const_values: tuple
-    memory: int
     reused: int
     _code: _Code
+
+    @property
+    def source(self) -> str:
+        """The generated text (joined when asked: a large graph's segments are kept apart)."""
+        return self._code.text()
+
+    @property
+    def memory(self) -> int:
+        return peak_bytes(self.graph)  # (cached on the graph)
 
     def export(self, path, out_tree=None) -> Path:
         """Write a standalone module defining the function; it imports only NumPy (SciPy too,
@@ -88,7 +96,9 @@ class Compiled:
                     restore = ".item()"
                 lines.append(f'    {name} = _npz["arr_{k}"]{restore}')
             lines.append("")
-        params = list(code.input_names) + [f"{c}={c}" for c in code.const_names]
+        params = list(code.input_names)
+        if not code.segments:  # (segments read the constants as the module's globals)
+            params += [f"{c}={c}" for c in code.const_names]
         if out_tree is None:
             lines.append(code.text(params))
         else:  # the flat function under another name, and one that rebuilds the outputs
@@ -111,39 +121,80 @@ class Compiled:
 
 
 def compile_graph(
-    graph: Graph, reuse_buffers: bool = True, donated: frozenset[int] = frozenset()
+    graph: Graph,
+    reuse_buffers: bool = True,
+    donated: frozenset[int] = frozenset(),
+    segment_nodes: int | None = None,
 ) -> Compiled:
     """Generate, compile (once) and load the Python function of `graph` (see `source`).
 
     `donated`: positions of inputs whose buffers the caller gives up (`jit`'s
     `donate_argnums`); a final elementwise update of such an input is written into it.
+    A graph of more than `chunks.CHUNK_NODES` nodes is written as a sequence of segment
+    functions compiled one by one, so compiling costs linear time and memory;
+    `segment_nodes` forces that form at any size, with segments of that many nodes (0: one
+    function whatever the size).
     """
-    code = _Generator(graph, reuse_buffers, frozenset(donated)).generate()
-    text = code.text()
+    code = _Generator(graph, reuse_buffers, frozenset(donated)).generate(segment_nodes)
     filename = f"<tracegrad-codegen {code.name}-{next(_serial)}>"
-    # registered before compiling, so even a SyntaxError shows its line
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    namespace = {"np": np}
-    try:
-        exec(compile(text, filename, "exec"), namespace)
-    except BaseException:
-        linecache.cache.pop(filename, None)
-        raise
-    fn = namespace.pop(code.name)  # no fn -> globals -> fn cycle
-    fn.__defaults__ = code.const_values or None
-    weakref.finalize(fn, linecache.cache.pop, filename, None)
+    if code.segments:
+        fn, filenames = _load_segments(code, filename)
+    else:
+        # no fn -> globals -> fn cycle
+        fn = _load(code.text(), filename, {"np": np}).pop(code.name)
+        fn.__defaults__ = code.const_values or None
+        filenames = [filename]
+    weakref.finalize(fn, _forget, filenames)
     return Compiled(
         fn=fn,
-        source=text,
         graph=graph,
         name=code.name,
         filename=filename,
         const_names=code.const_names,
         const_values=code.const_values,
-        memory=peak_bytes(graph),
         reused=code.reused,
         code=code,
     )
+
+
+def _load(text: str, filename: str, namespace: dict) -> dict:
+    """Compile and run `text` in `namespace`, under `filename` registered in `linecache`
+    (before compiling, so even a SyntaxError shows its line)."""
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    try:
+        exec(compile(text, filename, "exec"), namespace)
+    except BaseException:
+        linecache.cache.pop(filename, None)
+        raise
+    return namespace
+
+
+def _load_segments(code: _Code, filename: str) -> tuple[Callable, list[str]]:
+    """The driver of a segmented function, its segments compiled one at a time (each its
+    own small compile, so memory stays flat). The segments read the constants as globals of
+    one namespace; the driver reads the segments from another, so no function refers back to
+    a namespace holding it (no cycle: everything goes by reference counting)."""
+    consts = {"np": np, **dict(zip(code.const_names, code.const_values))}
+    calls = dict(consts)  # (the driver may return a constant)
+    filenames = []
+    try:
+        for name, text in code.segments:
+            seg_file = f"{filename[:-1]} {name}>"
+            filenames.append(seg_file)
+            calls[name] = _load(text, seg_file, consts).pop(name)
+        driver = "\n".join([code.comment, f"def {code.name}({', '.join(code.input_names)}):"])
+        driver += "\n" + "\n".join(code.body) + "\n"
+        filenames.append(filename)
+        fn = _load(driver, filename, calls).pop(code.name)
+    except BaseException:
+        _forget(filenames)
+        raise
+    return fn, filenames
+
+
+def _forget(filenames: list[str]) -> None:
+    for name in filenames:
+        linecache.cache.pop(name, None)
 
 
 # -- an output structure as Python source ---------------------------------------------------

@@ -14,6 +14,7 @@ import reprlib
 import attrs
 
 from tracegrad.codegen.buffers import _plan_buffers, _plan_donations
+from tracegrad.codegen.chunks import SEGMENT_NODES, segmented_body, wants_segments
 from tracegrad.codegen.literals import _param_text, _Params, _scalar_text
 from tracegrad.ir.analysis import free_schedule
 from tracegrad.ir.graph import Edge, Graph, Node, arg_p, const_p
@@ -43,11 +44,17 @@ class _Code:
     const_values: tuple
     body: tuple[str, ...]
     reused: int = 0
+    # a large graph's segment functions, (name, source text), which `body` calls in order;
+    # they read the constants as globals, so the function then takes only the inputs
+    segments: tuple[tuple[str, str], ...] = ()
 
     def text(self, params: list[str] | None = None) -> str:
         if params is None:
-            params = list(self.input_names) + list(self.const_names)
-        lines = [self.comment, f"def {self.name}({', '.join(params)}):", *self.body]
+            params = list(self.input_names)
+            if not self.segments:
+                params += list(self.const_names)
+        lines = [text for _, text in self.segments]
+        lines += [self.comment, f"def {self.name}({', '.join(params)}):", *self.body]
         return "\n".join(lines) + "\n"
 
 
@@ -76,7 +83,7 @@ class _Generator:
     ):
         self.graph = graph
         self.reuse_buffers = reuse_buffers
-        self.root = self if root is None else root
+        self._root = root  # (None for the root itself: no self-reference cycle to collect)
         self.n_nested = 0  # (the root's counts name nested functions)
         self.shared_args: dict[Node, str] = {}  # (the root's: constants of nested functions)
         self.passed: dict[int, tuple[str, object]] = {}  # (the root's: passed-in params)
@@ -92,6 +99,10 @@ class _Generator:
         self.const_args: dict[Node, str] = {}  # in order of first read
         self.n_unnamed = 0
         self.impls: dict = {}  # primitive without an emit rule -> the name its impl is passed as
+
+    @property
+    def root(self) -> _Generator:
+        return self._root or self
 
     def const_ref(self, node: Node) -> str:
         text = self.literals.get(node) or self.const_args.get(node)
@@ -220,6 +231,22 @@ class _Generator:
             expr = f"{_convert(aval.dtype.kind)}({expr})"
         return [*lines, f"    {targets[0]} = {expr}"]
 
+    def dead_names(self, node: Node, dead, reused) -> list[str]:
+        """The names to `del` after `node` runs: the values that die there (`dead`, from
+        `free_schedule`), but a buffer taken with `out=` only once its taker (`node`) ran."""
+        gone = [
+            n
+            for d in dead
+            if d.prim is not const_p
+            and d.prim is not arg_p
+            and d not in self.inputs
+            and d not in reused
+            for n in self.names[d]
+        ]
+        if node in self.plan:
+            gone.append(self.names[self.plan[node]][0])
+        return gone
+
     def body_lines(self) -> tuple[list[str], list[str]]:
         """(the function's body lines, its input names)."""
         graph = self.graph
@@ -233,26 +260,25 @@ class _Generator:
             if node.prim is const_p or node.prim is arg_p:
                 continue
             body.extend(self.node_lines(node))
-            gone = [
-                n
-                for d in dead
-                if d.prim is not const_p
-                and d.prim is not arg_p
-                and d not in self.inputs
-                and d not in reused
-                for n in self.names[d]
-            ]
-            if node in self.plan:
-                gone.append(self.names[self.plan[node]][0])
+            gone = self.dead_names(node, dead, reused)
             if gone:
                 body.append(f"    del {', '.join(gone)}")
         outs = [self.ref(e) for e in graph.outputs]
         body.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         return body, input_names
 
-    def generate(self) -> _Code:
+    def generate(self, segment_nodes: int | None = None) -> _Code:
+        """The function's code; a large graph's as segments (see `chunks`; `segment_nodes`
+        forces that form with segments of that many nodes)."""
         graph = self.graph
-        body, input_names = self.body_lines()
+        parts: list = []
+        if wants_segments(graph, segment_nodes):
+            parts, body = segmented_body(self, segment_nodes or SEGMENT_NODES)
+            input_names = [self.names[e.node][0] for e in graph.inputs]
+            if len(set(input_names)) != len(input_names):
+                raise ValueError(f"codegen: graph {graph.name!r} lists the same input twice")
+        else:
+            body, input_names = self.body_lines()
         raw = graph.name if isinstance(graph.name, str) else repr(graph.name)
         passed = list(self.passed.values())
         return _Code(
@@ -269,6 +295,7 @@ class _Generator:
             + tuple(value for _, value in passed),
             body=tuple(body),
             reused=len(self.plan),
+            segments=tuple(parts),
         )
 
 

@@ -75,13 +75,7 @@ def _inner_peak(node: Node) -> int:
     subs = sub_graphs(node)
     if not subs:
         return 0
-    peaks = []
-    for g in subs:
-        hit = g._cache.get("peak_bytes")
-        if hit is None:
-            hit = g._cache["peak_bytes"] = peak_bytes(g)
-        peaks.append(hit)
-    return max(peaks)
+    return max(peak_bytes(g) for g in subs)
 
 
 def peak_bytes(graph: Graph) -> int:
@@ -90,8 +84,15 @@ def peak_bytes(graph: Graph) -> int:
     Inputs and constants are the caller's and count nothing. A view (a primitive with
     `view_of`) counts no bytes of its own and keeps its base alive as long as it lives.
     While a node runs, its inputs and its new outputs are alive together, and so is what a
-    node holding sub-graphs needs for one run of them (`_inner_peak`).
+    node holding sub-graphs needs for one run of them (`_inner_peak`). Cached on the graph.
     """
+    hit = graph._cache.get("peak_bytes")
+    if hit is None:
+        hit = graph._cache["peak_bytes"] = _peak_bytes(graph)
+    return hit
+
+
+def _peak_bytes(graph: Graph) -> int:
     last = dict(last_use(graph))
     n = len(graph.nodes)
     # A view extends its base's life to its own last use (iterating in order handles chains).

@@ -102,6 +102,7 @@ PARAM_TYPES = {
     "stable": _FLAG,
     "kth": ("a tuple of ints (int64)", functools.partial(_ints, max_len=None)),
     "right": _FLAG,
+    "weak": _FLAG,  # astype: a weakly typed result
     "batch_dims": ("an int in [0, 64]", lambda v: _int(v) and 0 <= v <= MAX_NDIM),
     "size": ("a non-negative int (int64)", lambda v: _int(v) and v >= 0),
     "fill_value": ("a tuple of at most 64 ints (int64)", _ints),

@@ -775,7 +775,12 @@ clip_p = Primitive(
 # -- astype -----------------------------------------------------------------------------------
 
 
-def astype(x, dtype):
+def astype(x, dtype, weak: bool = False):
+    """`x` cast to `dtype`; with `weak`, a weakly typed result (a value that stands for a
+    Python scalar and promotes as one): how a loop's derivative restores a weak residual that
+    came back strong from a stacked array."""
+    if weak:
+        return bind(astype_p, x, dtype=np.dtype(dtype), weak=True)
     return bind(astype_p, x, dtype=np.dtype(dtype))
 
 
@@ -789,14 +794,14 @@ def convert(v, dtype):
     return v if dtype_of(v) == dtype else astype(v, dtype)
 
 
-def _astype_vjp(bar, x, *, out, dtype):
+def _astype_vjp(bar, x, *, out, dtype, weak=False):
     src = dtype_of(x)
     if not (src.kind in "fc" and np.dtype(dtype).kind in "fc"):
         return (None,)
     return (convert(bar, src),)
 
 
-def _astype_jvp(primals, tangents, *, out, dtype):
+def _astype_jvp(primals, tangents, *, out, dtype, weak=False):
     (t,) = tangents
     if t is None or np.dtype(dtype).kind not in "fc":
         return None
@@ -805,12 +810,13 @@ def _astype_jvp(primals, tangents, *, out, dtype):
 
 astype_p = Primitive(
     "astype",
-    impl=lambda x, *, dtype: np.asarray(x).astype(dtype),
-    shape=lambda x, *, dtype: Aval(x.shape, dtype),
+    impl=lambda x, *, dtype, weak=False: np.asarray(x).astype(dtype),
+    shape=lambda x, *, dtype, weak=False: Aval(x.shape, dtype, weak_type=weak),
     jvp=_astype_jvp,
     vjp=_astype_vjp,
     batch=_BATCH,
-    emit=lambda x, *, dtype: f"np.asarray({x}).astype(np.{np.dtype(dtype).name})",
+    # (a weak 0-d result becomes a Python scalar in both executors, from its aval)
+    emit=lambda x, *, dtype, weak=False: f"np.asarray({x}).astype(np.{np.dtype(dtype).name})",
     vjp_reads=READS_NOTHING,
     # a copy in its input's stride order (np.empty_like), which for a broadcast input
     # differs from the iterator's: C order only from C order

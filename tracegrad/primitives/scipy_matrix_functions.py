@@ -299,8 +299,20 @@ def sqrtm_impl(a):
 
 
 def logm_impl(a):
-    """SciPy's logm, refusing a complex result of a real matrix (see `_real_result`)."""
-    return _real_result("logm", a, _sl().logm(a))
+    """SciPy's logm, refusing a complex result of a real matrix (see `_real_result`).
+
+    SciPy's logm estimates 1-norms with random probe vectors drawn from NumPy's global
+    random state (`onenormest`), so two calls on the same matrix may differ in the last bits
+    and each call moves the user's global stream. It runs here from a fixed seed, with the
+    caller's state restored afterwards: the same bits every time (the interpreter and the
+    generated code agree), and `np.random` untouched."""
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        out = _sl().logm(a)
+    finally:
+        np.random.set_state(state)
+    return _real_result("logm", a, out)
 
 
 def sqrtm(a):

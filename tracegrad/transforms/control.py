@@ -24,10 +24,12 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
+from tracegrad.core import Tracer
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.graph import Graph
 from tracegrad.ir.types import is_float
 from tracegrad.primitives import control as cf
+from tracegrad.primitives.elementwise import astype
 from tracegrad.transforms.control_batch import cond_batch, scan_batch, while_batch
 from tracegrad.transforms.control_common import (
     cached,
@@ -306,6 +308,10 @@ def _scan_vjp_parts(body: Graph, n_consts: int, n_carry: int) -> _ScanVjp:
     return cached(body, ("vjp", n_consts, n_carry), build)
 
 
+def _weak(v) -> bool:
+    return v.aval.weak_type if isinstance(v, Tracer) else isinstance(v, int | float | complex)
+
+
 def _scan_bwd_body(body, parts: _ScanVjp, n_consts, n_carry, ct_ys: tuple[bool, ...]):
     """The backward body: (hoisted, const residuals, carry cotangents, const accumulators,
     stacked residuals, x residuals, given ys cotangents) -> (carry cotangents, accumulators,
@@ -345,6 +351,12 @@ def _scan_bwd_body(body, parts: _ScanVjp, n_consts, n_carry, ct_ys: tuple[bool, 
                 "x": dict(zip(x_res, xvals)),
             }
             residuals = [by[kind][i] for kind, i in parts.sources]
+            # a weak residual (a Python-scalar loop index or carry) comes back from its
+            # stacked array strong; the linear body was traced with it weak
+            residuals = [
+                astype(r, a.dtype, weak=True) if a.weak_type and not _weak(r) else r
+                for r, a in zip(residuals, parts.linear.in_avals)
+            ]
             ct_carry = dict(zip(float_carry, ct_c))
             cts = [ct_carry.get(j, zeros(a)) for j, a in enumerate(carry_av)]
             ct_given = dict(zip(given, ct_y))

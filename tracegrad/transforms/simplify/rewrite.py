@@ -164,6 +164,8 @@ class _Pass:
             elif not self.merged(node):
                 self.visit_holder(node, ins)
             return
+        if self.rules and len(ins) > 1 and node.prim.layout is lay.Layout.ELEMENTWISE:
+            ins = self.unbroadcast(node, ins)
         if self.fold:
             folded = self.try_fold(node, ins)
             if folded is not None:
@@ -189,6 +191,26 @@ class _Pass:
         if key is not None:
             self.table[key] = new
         self.set(node, new)
+
+    def unbroadcast(self, node: Node, ins: tuple[Edge, ...]) -> tuple[Edge, ...]:
+        """An elementwise node's operand `broadcast_to(x)` replaced by `x` itself where the
+        node's shape is still the broadcast of its operands: NumPy's iterator gives `x` the
+        zero strides the view had, so the values and the result's layout are the same and the
+        view's call is gone (the 1/n of every mean's gradient, broadcast to the loss's
+        shape before it multiplies the cotangent)."""
+        shape = node.out_avals[0].shape
+        new = None
+        for k, e in enumerate(ins):
+            if e.node.prim is not bc.broadcast_to_p:
+                continue
+            x = e.node.inputs[0]
+            if x.aval.dtype != e.aval.dtype or x.aval.weak_type != e.aval.weak_type:
+                continue
+            trial = list(new or ins)
+            trial[k] = x
+            if np.broadcast_shapes(*(t.aval.shape for t in trial)) == shape:
+                new = trial
+        return ins if new is None else tuple(new)
 
     def visit_holder(self, node: Node, ins) -> None:
         """A node holding sub-graphs: its sub-graphs simplified (each on its own: nothing is
