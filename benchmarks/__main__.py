@@ -26,6 +26,7 @@ BENCHMARKS = (
     "mlp_step",
     "grad_overhead",
     "jit_overhead",
+    "jit_large_graphs",
     "hessian",
     "shim_mlp_step",
     "shim_cnn_step",

@@ -18,7 +18,7 @@ import numpy as np
 
 import tracegrad as tg
 from benchmarks.harness import Table, compare, fmt_time
-from benchmarks.report import cli
+from benchmarks.report import cli, optional
 
 N_OPS = 1000
 
@@ -57,6 +57,26 @@ def first_call(n: int, repeats: int) -> tuple[int, float]:
     return len(g.lower(x).graph.nodes), float(np.median(times))
 
 
+def jax_first_call(jax, n: int, repeats: int) -> float:
+    """Median seconds of a fresh `jax.jit(jax.grad(chain))`'s first call (trace, lower,
+    compile, run), each with a fresh function so no cache is hit."""
+    import jax.numpy as jnp
+
+    times = []
+    for _ in range(repeats):
+
+        def f(x):
+            for _ in range(n // 4):
+                x = jnp.sin(x) * 0.9 + x * 0.3
+            return x
+
+        g = jax.jit(jax.grad(f))
+        t0 = time.perf_counter()
+        g(jnp.float64(0.3)).block_until_ready()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
 def run(opts):
     x = np.float64(0.3)
     f = chain(N_OPS)
@@ -73,12 +93,24 @@ def run(opts):
     yield compare(
         title, systems, "straight-line NumPy", quick=opts.quick, per=N_OPS, unit="op"
     ).table()
+    jax = optional("jax")
     rows = []
     for n in (100, 1000) if opts.quick else (100, 1000, 10000):
-        nodes, seconds = first_call(n, repeats=3 if n <= 1000 else 2)
-        rows.append([str(n), str(nodes), fmt_time(seconds), fmt_time(seconds / nodes)])
+        repeats = 3 if n <= 1000 else 2
+        nodes, seconds = first_call(n, repeats)
+        row = [str(n), str(nodes), fmt_time(seconds), fmt_time(seconds / nodes)]
+        if jax is not None:
+            jax_seconds = jax_first_call(jax, n, repeats)
+            row += [fmt_time(jax_seconds), fmt_time(jax_seconds / nodes)]
+        rows.append(row)
     columns = ["ops", "nodes", "first call", "per node"]
-    notes = ["trace + simplify + generate code + compile; median over fresh jit objects"]
+    if jax is not None:
+        columns += ["jax.jit first call", "jax.jit per node"]
+    notes = [
+        "trace + simplify + generate code + compile; median over fresh jit objects",
+        "per node: divided by the number of nodes of tracegrad's compiled graph, for both",
+        "10^6 ops: python -m benchmarks.jit_large_graphs --million",
+    ]
     yield Table("first call of jit(grad(chain))", columns, rows, notes)
 
 
