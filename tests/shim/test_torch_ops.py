@@ -520,6 +520,8 @@ both("select", F(3, 4), args=(0, 1))
 both("select", F(3, 4), args=(1, -1))
 both("narrow", F(3, 5), args=(1, 1, 3))
 both("narrow", F(3, 5), args=(0, 0, 2))
+both("narrow", F(3, 5), args=(1, -2, 2))  # start from the end
+both("narrow", F(3, 5), args=(-1, -5, 0))
 case("tg.gather(dim=1)", lambda M, x, i: M.gather(x, 1, i), F(3, 4), VI([[0, 3], [1, 1], [2, 0]]))
 case("t.gather(dim=0)", lambda M, x, i: x.gather(0, i), F(3, 4), VI([[0, 2, 2, 1]]))
 COVERED_FUNCS.add("gather")
@@ -1646,3 +1648,16 @@ def test_fill_and_full_take_a_constant_0d_tensor_as_torch():
             lib.full((2,), lib.tensor(2.0, requires_grad=True))
         messages.append((str(fill_err.value), str(full_err.value)))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize(
+    "shape, args",
+    [((2, 5), (1, -6, 2)), ((2, 5), (1, 4, 2)), ((2, 5), (1, 0, 6)), ((2, 5), (2, 0, 1)),
+     ((2, 5), (1, 0, -1)), ((), (0, 0, 1))],
+)  # fmt: skip
+def test_narrow_refuses_a_window_that_does_not_fit_as_torch(shape, args):
+    with pytest.raises((RuntimeError, IndexError)) as want:
+        torch.narrow(torch.zeros(shape), *args)
+    with pytest.raises(want.type) as got:
+        tt.narrow(tt.zeros(shape), *args)
+    assert str(got.value) == str(want.value)

@@ -184,8 +184,24 @@ def select(input, dim, index):
 
 
 def narrow(input, dim, start, length):
+    """ATen's narrow: `start` may count from the end; the window must fit (no clipping, as a
+    slice would)."""
     x = _as_tensor(input)
-    key = (slice(None),) * (dim % x.ndim) + (slice(start, start + length),)
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    d = _dims(dim, x.ndim)[0]
+    size = x.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
+    if start < 0:
+        start += size
+    if start > size - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    key = (slice(None),) * d + (slice(start, start + length),)
     return x[key]
 
 

@@ -324,10 +324,7 @@ def _counts(r, n: int, d: int = 0) -> np.ndarray:
 
 
 def narrow_copy(input, dim, start, length):
-    x = _as_tensor(input)
-    if start < 0:  # from the end, as PyTorch's
-        start += x.shape[_dim(dim, x.ndim)] if x.ndim else 1
-    return clone(narrow(x, dim, start, length))
+    return clone(narrow(_as_tensor(input), dim, start, length))
 
 
 # -- scatters into slices ------------------------------------------------------------------------
