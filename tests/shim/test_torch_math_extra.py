@@ -20,20 +20,21 @@ from tests.shim.torch_oracle import (
 )
 from tracegrad.torch.ops import linalg_names, math_extra, math_extra_reductions
 
-_MODULES = (math_extra, math_extra_reductions, linalg_names)
+ours = tt  # (the functions are exported at the top level: test_every_name_is_exported)
 
 
-class _Ours:
-    """tracegrad.torch with the new functions (until the package re-exports them)."""
+class _Method:
+    """A library whose functions are called as methods of their first argument."""
+
+    def __init__(self, lib):
+        self.lib = lib
 
     def __getattr__(self, name):
-        for module in _MODULES:
-            if name in module.__all__:
-                return getattr(module, name)
-        return getattr(tt, name)
+        if name[0].islower() and name not in ("tensor", "float32", "float64"):
+            return lambda first, *args, **kwargs: getattr(first, name)(*args, **kwargs)
+        return getattr(self.lib, name)
 
 
-ours = _Ours()
 rng = np.random.default_rng(0)
 
 
@@ -67,11 +68,12 @@ def _compare(a, b, rtol, atol):
         np.testing.assert_allclose(av, bv, rtol=rtol, atol=atol, equal_nan=True)
 
 
-def run(torch, name, *arrays, grad=True, frozen=(), rtol=1e-12, atol=1e-14, **kwargs):
-    """`name(*arrays, **kwargs)` in both libraries; arrays are NumPy arrays (tensors) or other
-    arguments; float ones require grad. Returns the torch output."""
+def run(torch, name, *arrays, grad=True, frozen=(), rtol=1e-12, atol=1e-14, method=False, **kwargs):
+    """`name(*arrays, **kwargs)` in both libraries (with `method`, `arrays[0].name(...)`);
+    arrays are NumPy arrays (tensors) or other arguments; float ones require grad. Returns the
+    torch output."""
     results = []
-    for lib in (ours, torch):
+    for lib in (_Method(ours), _Method(torch)) if method else (ours, torch):
         args = []
         leaves = []
         for i, a in enumerate(arrays):
@@ -562,3 +564,83 @@ def test_deprecation_warnings():
 def test_linalg_errors(torch):
     error(torch, "matrix_exp", f64(2, 3))
     error(torch, "triangular_solve", f64(3, 2), f64(3, 3).astype(np.float32))
+
+
+# -- the same functions as tensor methods ------------------------------------------------------
+
+_A, _B, _P = f64(3, 4), f64(4) + 0.5, np.abs(f64(3, 4)) + 0.1
+_I, _J = ints(3, 4), ints(4, low=1)
+_METHOD_CASES = {
+    "fmod": ((_A, _B), {}),
+    "frac": ((_A * 3,), {}),
+    "float_power": ((_P, 1.5), {}),
+    "copysign": ((_A, _B), {}),
+    "heaviside": ((np.round(_A), _B), {"grad": False}),
+    "logaddexp": ((_A, _B), {}),
+    "logaddexp2": ((_A, _B), {}),
+    "logit": ((1 / (1 + np.exp(_A)),), {}),
+    "nan_to_num": ((np.array([np.nan, np.inf, -np.inf, 1.0]),), {"posinf": 9.0}),
+    "signbit": ((_A,), {}),
+    "isneginf": ((np.array([-np.inf, 1.0, np.inf]),), {}),
+    "isposinf": ((np.array([-np.inf, 1.0, np.inf]),), {}),
+    "isreal": ((_A,), {}),
+    "is_nonzero": ((np.array([2.5]),), {"grad": False}),
+    "deg2rad": ((_A,), {}),
+    "rad2deg": ((_A,), {}),
+    "fmax": ((_A, _B), {}),
+    "fmin": ((_A, _B), {}),
+    "gcd": ((_I, _J), {}),
+    "lcm": ((_I, _J), {}),
+    "ldexp": ((_A, _J), {}),
+    "frexp": ((_A,), {}),
+    "nextafter": ((_A, _B), {"grad": False}),
+    "logical_xor": ((_A, _B), {}),
+    "bitwise_and": ((_I, _J), {}),
+    "bitwise_or": ((_I, _J), {}),
+    "bitwise_xor": ((_I, _J), {}),
+    "bitwise_not": ((_I,), {}),
+    "mvlgamma": ((_P + 2,), {"p": 2}),
+    "igamma": ((_P, _P.T.copy().T + 0.5), {"grad": False}),
+    "igammac": ((_P, _P + 0.5), {"grad": False}),
+    "nansum": ((np.where(_A > 1, np.nan, _A),), {"dim": 1}),
+    "nanmean": ((np.where(_A > 1, np.nan, _A),), {}),
+    "quantile": ((_A, 0.3), {"dim": 1}),
+    "nanquantile": ((_A, 0.7), {}),
+    "count_nonzero": ((np.round(_A),), {"dim": 0}),
+    "bincount": ((np.abs(_I[0]),), {}),
+    "histc": ((_A,), {"bins": 5, "grad": False}),
+    "diff": ((_A,), {"dim": 1}),
+    "aminmax": ((_A,), {"dim": 0}),
+    "unique_consecutive": ((np.array([1, 1, 2, 2, 3, 1]),), {"return_counts": True}),
+    "cov": ((_A,), {}),
+    "corrcoef": ((_A,), {}),
+    "cholesky": ((_spd(3),), {"rtol": 1e-10}),
+    "qr": ((f64(4, 3),), {"rtol": 1e-10}),
+    "svd": ((f64(4, 3),), {"compute_uv": False}),
+    "slogdet": ((f64(3, 3),), {"rtol": 1e-10}),
+    "logdet": ((_spd(3),), {"rtol": 1e-10}),
+    "matrix_power": ((f64(3, 3), 3), {"rtol": 1e-10}),
+    "matrix_exp": ((f64(3, 3),), {"rtol": 1e-10}),
+    "pinverse": ((f64(4, 3),), {"rtol": 1e-10}),
+    "triangular_solve": ((f64(3, 2), np.triu(f64(3, 3)) + 3 * np.eye(3)), {"rtol": 1e-10}),
+}
+
+
+@pytest.mark.filterwarnings("ignore:torch.*is deprecated:UserWarning")
+@pytest.mark.parametrize("name", sorted(_METHOD_CASES))
+def test_tensor_methods(torch, name):
+    args, kwargs = _METHOD_CASES[name]
+    run(torch, name, *args, method=True, **kwargs)
+
+
+def test_every_method_of_these_modules_has_a_case():
+    from tracegrad.torch import methods
+
+    assert set(methods._EXTRA_MATH) == set(_METHOD_CASES)
+
+
+def test_every_name_is_exported():
+    for module in (math_extra, math_extra_reductions, linalg_names):
+        for name in module.__all__:
+            assert getattr(tt, name) is getattr(module, name), name
+            assert name in tt.__all__, name

@@ -1058,6 +1058,7 @@ _METHODS_ELSEWHERE = (
     | {"bernoulli", "multinomial", "device", "is_cpu", "is_cuda"}  # test_torch_device_random
     | {"type"}  # test_tensor_basics
     | {"bernoulli_", "exponential_", "random_"}  # test_global_rng
+    | set(methods._EXTRA_MATH)  # test_torch_math_extra.py::test_tensor_methods
     | {
         "real",
         "imag",

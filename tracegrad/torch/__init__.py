@@ -55,6 +55,13 @@ from tracegrad.torch.linalg import det, inverse  # noqa: E402
 
 __all__ += ["det", "fft", "inverse", "linalg"]
 
+# the older top-level linear-algebra names (torch.cholesky, torch.svd, torch.qr, ...), over
+# torch.linalg: imported here, after it (from tracegrad.torch.ops they would import it early)
+from tracegrad.torch.ops import linalg_names  # noqa: E402
+from tracegrad.torch.ops.linalg_names import *  # noqa: E402, F403 - in linalg_names.__all__
+
+__all__ += linalg_names.__all__
+
 # torch.save and torch.load (issue 23): JSON and raw arrays in a zip; reads torch.save's zip format
 from tracegrad.torch import serialization  # noqa: E402
 from tracegrad.torch.serialization import load, save  # noqa: E402

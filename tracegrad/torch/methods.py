@@ -5,6 +5,9 @@ from `METHODS` at first use, since these functions build on the class. Most meth
 `tracegrad.torch` functions themselves (PyTorch's `t.sin()` is `torch.sin(t)`); the in-place
 `name_` variants and augmented operators (`+=`) are made from them (`ops.inplace`), and
 `_bind_eager` and `backward` are the recording and the backward pass.
+
+Over 600 lines: it is one table, name by name, and its imports; split, a reader would look
+for a method in two places.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ from tracegrad.torch.creation_from_data import _check_device, tensor
 from tracegrad.torch.device import _CPU
 from tracegrad.torch.engine import backward as _backward
 from tracegrad.torch.linalg import det, inverse
-from tracegrad.torch.ops import products_extra, shapes_extra
+from tracegrad.torch.ops import (
+    linalg_names,
+    math_extra,
+    math_extra_reductions,
+    products_extra,
+    shapes_extra,
+)
 from tracegrad.torch.ops.arithmetic import (
     abs,
     acos,
@@ -250,6 +259,16 @@ fliplr flipud hsplit vsplit dsplit tensor_split broadcast_to ravel tile unflatte
 narrow_copy select_scatter slice_scatter diagonal_scatter diagflat trace kron inner vdot addr
 cross dist renorm""".split()
 
+# the functions of ops/math_extra.py, ops/math_extra_reductions.py and ops/linalg_names.py
+# that are methods too
+_EXTRA_MATH = """fmod frac float_power copysign heaviside logaddexp logaddexp2 logit nan_to_num
+signbit isneginf isposinf isreal is_nonzero deg2rad rad2deg fmax fmin gcd lcm ldexp frexp
+nextafter logical_xor bitwise_and bitwise_or bitwise_xor bitwise_not mvlgamma igamma igammac
+nansum nanmean quantile nanquantile count_nonzero bincount histc diff aminmax unique_consecutive
+cov corrcoef cholesky qr svd slogdet logdet matrix_power matrix_exp pinverse
+triangular_solve""".split()
+_MATH_MODULES = (math_extra, math_extra_reductions, linalg_names)
+
 _METHODS = {
     "add": add,
     "sub": sub,
@@ -474,6 +493,7 @@ _METHODS = {
     "angle": angle,
     "sgn": sgn,
     **{n: getattr(products_extra, n, None) or getattr(shapes_extra, n) for n in _EXTRA},
+    **{n: next(getattr(m, n) for m in _MATH_MODULES if n in m.__all__) for n in _EXTRA_MATH},
     "__getitem__": _getitem,
     "__setitem__": _setitem,
     "__add__": add,

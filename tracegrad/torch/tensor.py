@@ -586,6 +586,35 @@ class Tensor(Boxed):
     )
     inner, vdot, addr, cross = _implemented("inner", "vdot", "addr", "cross")
     dist, renorm = _implemented("dist", "renorm")
+    # ops/math_extra.py, ops/math_extra_reductions.py and ops/linalg_names.py
+    fmod, frac, float_power, copysign = _implemented("fmod", "frac", "float_power", "copysign")
+    heaviside, logaddexp, logaddexp2, logit = _implemented(
+        "heaviside", "logaddexp", "logaddexp2", "logit"
+    )
+    nan_to_num, signbit, isneginf, isposinf = _implemented(
+        "nan_to_num", "signbit", "isneginf", "isposinf"
+    )
+    isreal, is_nonzero, deg2rad, rad2deg = _implemented(
+        "isreal", "is_nonzero", "deg2rad", "rad2deg"
+    )
+    fmax, fmin, gcd, lcm, ldexp = _implemented("fmax", "fmin", "gcd", "lcm", "ldexp")
+    frexp, nextafter, logical_xor = _implemented("frexp", "nextafter", "logical_xor")
+    bitwise_and, bitwise_or, bitwise_xor = _implemented("bitwise_and", "bitwise_or", "bitwise_xor")
+    bitwise_not, mvlgamma, igamma, igammac = _implemented(
+        "bitwise_not", "mvlgamma", "igamma", "igammac"
+    )
+    nansum, nanmean, quantile, nanquantile = _implemented(
+        "nansum", "nanmean", "quantile", "nanquantile"
+    )
+    count_nonzero, bincount, histc, diff = _implemented(
+        "count_nonzero", "bincount", "histc", "diff"
+    )
+    aminmax, unique_consecutive, cov, corrcoef = _implemented(
+        "aminmax", "unique_consecutive", "cov", "corrcoef"
+    )
+    cholesky, qr, svd, slogdet, logdet = _implemented("cholesky", "qr", "svd", "slogdet", "logdet")
+    matrix_power, matrix_exp, pinverse = _implemented("matrix_power", "matrix_exp", "pinverse")
+    (triangular_solve,) = _implemented("triangular_solve")
     # dtypes, devices, new tensors
     to, type, type_as = _implemented("to", "type", "type_as")
     float, double, half = _implemented("float", "double", "half")
