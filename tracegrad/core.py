@@ -5,6 +5,10 @@ node into the innermost trace instead (and, when every input carries a value, co
 value too: concrete tracing, DESIGN.md §3). Outer tracers met inside an inner trace are
 captured as extra `arg` inputs, so a graph traced at one level can be re-run on the tracers
 of the level above it: that is how nested transforms compose.
+
+Over 600 lines: `Trace` (recording, its values and constants) and `Tracer` (the NumPy array
+protocol every traced value answers) are one mechanism that `bind` runs on each operation;
+what stands alone moved out (`tracegrad.lending`: the constants an eager call borrows).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from tracegrad.ir.graph import (
 )
 from tracegrad.ir.primitive import Primitive
 from tracegrad.ir.types import Aval, is_float
+from tracegrad.lending import frozen_copy, is_lent, lend
 
 _current_trace: ContextVar[Trace | None] = ContextVar("tracegrad_trace", default=None)
 
@@ -93,6 +98,13 @@ class Trace:
     `(prim, inputs, params)` unless `cse=False` (the shim's eager recording, where two equal
     calls are two `grad_fn`s with their own hooks). Concrete values, when inputs have them,
     are kept per node in `values` until the transform that started the trace has used them.
+
+    Two switches serve a trace whose graph lives only inside one eager call (`tg.grad`):
+    `lent`, a list, makes the trace borrow its constant arrays instead of copying them
+    (`tracegrad.lending`; only when every enclosing trace lends too, since a graph re-run one
+    level up becomes part of that level's graph); `reverse_only` keeps in `values` only the
+    values a reverse pass will read (`_keep_inputs`), so the forward pass holds what a
+    handwritten gradient would, not every intermediate.
     """
 
     def __init__(
@@ -101,6 +113,8 @@ class Trace:
         *,
         cse: bool = True,
         keep_values: bool = True,
+        lent: list | None = None,
+        reverse_only: bool = False,
     ):
         self.parent = parent
         self.level = 0 if parent is None else parent.level + 1
@@ -109,6 +123,13 @@ class Trace:
         self.alive = True
         self.cse = cse
         self.keep_values = keep_values
+        self.lent = lent if parent is None or parent.lent is not None else None
+        # debug mode checks each backward step against every forward value: keep them all
+        self.reverse_only = (
+            reverse_only
+            and keep_values
+            and not (config.provenance or config.debug_nans or config.debug_infs)
+        )
         self._cse_table: dict = {}
         self._carries: dict[Node, bool] = {}  # see Tracer._carries_derivative
         self._scalar_consts: dict = {}
@@ -136,7 +157,14 @@ class Trace:
             hit = self._array_consts.get(id(value))
             if hit is not None:
                 return hit[1]
-            node = const_node(value)
+            if self.lent is not None:
+                lend(value, self.lent)  # read-only now, so const_node keeps it as it is
+                node = const_node(value)
+            elif not value.flags.writeable and is_lent(value):
+                # read-only only while an eager call holds it: this graph may outlive that
+                node = const_node(frozen_copy(value))
+            else:
+                node = const_node(value)
             edge = Edge(node, 0)
             self._array_consts[id(value)] = (value, edge)  # keep `value` alive: ids are reused
             return edge
@@ -219,7 +247,13 @@ class Trace:
             except TypeError:  # unhashable params: never shared
                 key = node = None
             if node is not None:
-                return self._wrap(node, self.values.get(node) if concrete else None)
+                if not concrete:
+                    return self._wrap(node, None)
+                kept = self.values.get(node)
+                if kept is not None and all(v is not None for v in kept):
+                    return self._wrap(node, kept)
+                # a shared node whose values no reverse rule reads (not kept): computed again
+                return self._wrap(node, _computed(prim, vals, params, node.out_avals))
         avals = [e[0].out_avals[e[1]] for e in in_edges]
         out_avals = prim.results(_shape_rule(prim, avals, params))
         node = Node(prim, in_edges, params, out_avals)
@@ -233,11 +267,55 @@ class Trace:
                 vals_out = tuple(_weak_value(v, a) for v, a in zip(out, out_avals))
             else:  # the common case, kept short
                 vals_out = (_weak_value(out, out_avals[0]),)
-            if self.keep_values:
+            if self.reverse_only:
+                plan = prim.memo.get("reverse_reads") or _reverse_reads(prim)
+                if plan[0] or _small(vals_out):  # (numbers cost less kept than stood in for)
+                    self.values[node] = vals_out
+                if plan[1]:
+                    self._keep_inputs(node, plan, vals)
+            elif self.keep_values:
                 self.values[node] = vals_out
         if config.provenance or config.debug_nans or config.debug_infs:
             _diagnose(node, vals, vals_out)
         return self._wrap(node, vals_out)
+
+    def _keep_inputs(self, node: Node, plan, vals) -> None:
+        """Keep the input values the vjp rule of `node` reads (`plan`: `_reverse_reads` of its
+        primitive) under their producers.
+
+        With `reverse_only`, a trace keeps a node's outputs only if its own rule reads them
+        (or they are small: numbers cost less kept than stood in for), and the inputs its
+        consumers' rules read; a large value no rule reads is held by its tracer alone and
+        freed with it, as a handwritten gradient frees it (the matmul before a tanh: tanh's
+        rule reads its output). Any traced input may want a cotangent (which ones do is known
+        only when the reverse pass starts); constants never do, and hold their own values.
+        With the outputs `trace_flat` keeps and what `backward_pass`'s `release` frees, each
+        value lives until its last reader has run."""
+        _, inputs, bilinear = plan
+        edges = node.inputs
+        if bilinear:  # it reads an input only for another input's cotangent
+            traced = 0
+            for e in edges:
+                traced += e[0].prim is not const_p
+            if traced == 1:
+                return
+        for (src, k), v in zip(edges, vals):
+            if src.prim is const_p:
+                continue
+            if inputs == "indices" and src.out_avals[k].dtype.kind in "fc":
+                continue  # it reads only the integer and bool inputs (indices, conditions)
+            self.keep_output(src, k, v)
+
+    def keep_output(self, node: Node, index: int, value) -> None:
+        """Keep `value` as output `index` of `node` (a value a reverse pass will read)."""
+        kept = self.values.get(node)
+        if kept is None:
+            n = len(node.out_avals)
+            self.values[node] = (
+                (value,) if n == 1 else tuple(value if i == index else None for i in range(n))
+            )
+        elif kept[index] is None:
+            self.values[node] = kept[:index] + (value,) + kept[index + 1 :]
 
     def _check_constant_tensor(self, t, prim) -> None:
         """A tensor read while tracing concretely (under `tg.grad`) is read at call time; one
@@ -312,6 +390,35 @@ def _shape_rule(prim: Primitive, avals, params):
     return out
 
 
+def _reverse_reads(prim: Primitive) -> tuple:
+    """What a reverse pass reads of a node of `prim`, from its facts, memoized on it: (its
+    outputs, its inputs: "all", "indices" or None, bilinear with a rule per input)."""
+    reads = prim.vjp_reads if prim.differentiable else frozenset()  # (no rule ever runs)
+    inputs = "all" if "inputs" in reads else "indices" if "indices" in reads else None
+    plan = ("output" in reads, inputs, prim.bilinear and prim.input_vjp is not None)
+    prim.memo["reverse_reads"] = plan
+    return plan
+
+
+_SMALL = 1024  # bytes: an array no larger costs less than the node's own bookkeeping
+
+
+def _small(vals: tuple) -> bool:
+    """Whether values are numbers or arrays of at most `_SMALL` bytes."""
+    for v in vals:
+        if isinstance(v, np.ndarray) and v.nbytes > _SMALL:
+            return False
+    return True
+
+
+def _computed(prim: Primitive, vals, params, out_avals) -> tuple:
+    """`prim`'s output values on `vals`, one per output."""
+    out = prim.impl(*vals, **params)
+    if prim.multiple_results:
+        return tuple(_weak_value(v, a) for v, a in zip(out, out_avals))
+    return (_weak_value(out, out_avals[0]),)  # the common case, kept short
+
+
 def _weak_value(val, aval: Aval):
     # A weak-typed result stands for a Python scalar; keep it one so NumPy 2 promotes it weakly.
     if aval.weak_type and not aval.shape and isinstance(val, np.ndarray | np.generic):
@@ -320,17 +427,29 @@ def _weak_value(val, aval: Aval):
 
 
 class new_trace:
-    """Context manager: a new innermost trace; on exit its tracers are dead (escape checks)."""
+    """Context manager: a new innermost trace; on exit its tracers are dead (escape checks).
+    The arguments are `Trace`'s."""
 
-    def __init__(self, *, cse: bool = True, keep_values: bool = True):
+    def __init__(
+        self,
+        *,
+        cse: bool = True,
+        keep_values: bool = True,
+        lent: list | None = None,
+        reverse_only: bool = False,
+    ):
         self.cse = cse
         self.keep_values = keep_values
+        self.lent = lent
+        self.reverse_only = reverse_only
 
     def __enter__(self) -> Trace:
         self.trace = Trace(
             _current_trace.get(),
             cse=self.cse,
             keep_values=self.keep_values,
+            lent=self.lent,
+            reverse_only=self.reverse_only,
         )
         self.token = _current_trace.set(self.trace)
         return self.trace

@@ -90,11 +90,12 @@ def test_backward_releases_saved_values_unless_retained(no_gc):
 
 
 def _saved_arrays(refs, *, but) -> list:
-    """Weak references to the arrays the GradFns of `refs` saved for backward, except `but`."""
+    """Weak references to the arrays the GradFns of `refs` saved for backward, except those
+    in `but`."""
     saved = []
     for ref in refs:
         for value in ref()._values or ():
-            if isinstance(value, np.ndarray) and value is not but:
+            if isinstance(value, np.ndarray) and not any(value is b for b in but):
                 saved.append(weakref.ref(value))
     return saved
 
@@ -103,12 +104,14 @@ def test_a_long_chain_records_differentiates_and_is_freed(no_gc):
     # every graph walk is iterative (no recursion limit); benchmarks/shim_chain.py runs 10^6
     n = 2 * 10**5
     x = tt.tensor(1.0, dtype=np.float64, requires_grad=True)
+    s = tt.tensor(1.0, dtype=np.float64, requires_grad=True)
     y = x
     for _ in range(n):
-        y = y * 1.0 + 1e-6
+        y = y * s + 1e-6
     refs = _grad_fns(y)
     assert len(refs) == 2 * n  # a MulBackward0 and an AddBackward0 per step
-    saved = _saved_arrays(refs, but=x.detach().numpy())  # each multiply saves its input
+    # each multiply saves its input (for s's gradient: `y * 1.0` would save none, as PyTorch)
+    saved = _saved_arrays(refs, but=(x.detach().numpy(), s.detach().numpy()))
     assert len(saved) == n - 1
     y.backward()
     assert x.grad.item() == 1.0

@@ -23,8 +23,9 @@ from tracegrad.core import Tracer, new_trace
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.graph import Graph, Node, const_p
 from tracegrad.ir.types import Aval, aval_of, is_float
+from tracegrad.lending import array_chain
 from tracegrad.transforms.simplify import simplify
-from tracegrad.transforms.vjp import value_reader
+from tracegrad.transforms.vjp import saved_reader, value_reader
 
 
 @attrs.frozen
@@ -55,14 +56,24 @@ def trace_flat(
     name: str = "f",
     in_tree=None,
     cse: bool = True,
+    lent: list | None = None,
+    reverse_only: bool = False,
 ) -> tuple[Traced, object]:
-    """Trace `fn(*tracers) -> pytree` on one tracer per flat argument: (Traced, out_tree)."""
-    with new_trace(cse=cse, keep_values=concrete) as trace:
+    """Trace `fn(*tracers) -> pytree` on one tracer per flat argument: (Traced, out_tree).
+
+    `lent` and `reverse_only` are for a graph that lives only inside the caller's call (see
+    `Trace`): the caller gives `lent` back (`lending.give_back`) once it is done with the graph.
+    """
+    with new_trace(cse=cse, keep_values=concrete, lent=lent, reverse_only=reverse_only) as trace:
         in_tracers = [_input(trace, x, concrete) for x in flat_args]
         out = fn(*in_tracers)
         out_flat, out_tree = tree.flatten(out)
         out_edges = [trace.output_edge(o) for o in out_flat]
         inputs = [t.edge for t in in_tracers] + [t.edge for t in trace.captured.values()]
+        if trace.reverse_only:  # the outputs are read whether or not a rule reads them
+            for o, e in zip(out_flat, out_edges):
+                if isinstance(o, Tracer) and o._trace is trace and o.val is not None:
+                    trace.keep_output(e.node, e.index, o.val)
     graph = trace.graph(inputs, out_edges, in_tree=in_tree, out_tree=out_tree, name=name)
     return Traced(graph, tuple(trace.captured_outer), trace.values, tuple(out_flat)), out_tree
 
@@ -240,23 +251,79 @@ class Run:
     `graph` is the graph the derivative pass must walk.
     """
 
-    def __init__(self, traced: Traced, flat_args: Sequence):
+    def __init__(self, traced: Traced, flat_args: Sequence, reverse_only: bool = False):
         self.traced = traced
         graph = traced.graph
         if is_nested(traced, flat_args):
             graph = simplified_level(graph, True)
             args = list(flat_args) + list(traced.captured)
             self.values = eval_graph(graph, args, keep_all=True)
+            self.read = value_reader(self.values)
         else:
             self.values = traced.values
+            # a trace made `reverse_only` kept only what reverse rules read
+            self.read = (saved_reader if reverse_only else value_reader)(self.values)
         self.graph = graph
-        self.read = value_reader(self.values)
         self.outputs = [self.read(e.node)[e.index] for e in graph.outputs]
 
     def release(self, node: Node) -> None:
         # the forward value of `node` is needed by no rule still to run (reverse order)
         if node.prim is not const_p:
             self.values.pop(node, None)
+
+
+class _TakenOnce(dict):
+    """Values an interpreter run reads once each (`eval_graph`'s `known`): handed over on
+    first read, so from then on the run's own schedule decides when each is freed."""
+
+    def __getitem__(self, node):
+        return self.pop(node)
+
+
+def known_once(graph: Graph, values: dict) -> dict:
+    """The values a concrete trace kept, as `eval_graph(graph, ..., known=)` should take them
+    when `graph` extends the traced graph (vjp's and linearize's forward graphs): each handed
+    over once, and moved out of `values` (emptied) so that the trace no longer holds them.
+
+    A trace made `reverse_only` kept only some values (and of a node with several outputs
+    perhaps only some). The nodes of `graph` whose values nothing computed from the
+    outputs and residuals needs get a placeholder instead of being computed again; the
+    others missing are computed (none, when the rules read only what they declare)."""
+    known = _TakenOnce(
+        (n, v) for n, v in values.items() if len(v) == 1 or all(x is not None for x in v)
+    )
+    values.clear()
+    need: set[Node] = set()
+    stack = [e.node for e in graph.outputs]
+    while stack:
+        node = stack.pop()
+        if node in need or node in known or node.prim is const_p:
+            continue
+        need.add(node)
+        stack.extend(e.node for e in node.inputs)
+    inputs = {e.node for e in graph.inputs}
+    for node in graph.nodes:
+        if node not in need and node not in known and node not in inputs:
+            if node.prim is not const_p:
+                known[node] = (None,) * len(node.out_avals)  # read by nothing that runs
+    return known
+
+
+def detached(residuals: Sequence, args: Sequence) -> list:
+    """`residuals` (what a returned vjp_fn or jvp_fn keeps) with every array that shares
+    memory with one of the caller's arrays `args` copied: an argument itself, or a view of
+    one (matmul's rule keeps `x.T`). The caller may write into its arrays once the call has
+    returned, and the function it got must not see that (its constants are copies already)."""
+    theirs = {id(a) for x in args if isinstance(x, np.ndarray) for a in array_chain(x)}
+    if not theirs:
+        return list(residuals)
+    kept = []
+    for r in residuals:
+        if isinstance(r, np.ndarray) and any(id(a) in theirs for a in array_chain(r)):
+            r = r.copy()
+            r.flags.writeable = False
+        kept.append(r)
+    return kept
 
 
 def is_nested(traced: Traced, flat_args: Sequence) -> bool:
@@ -273,8 +340,17 @@ def simplified_level(graph, nested: bool):
     return simplify(graph) if nested else graph
 
 
-def trace_args(f, args: tuple, kwargs: dict, argnums: tuple[int, ...], fname: str):
-    """Trace f concretely with the differentiated arguments as tracers; the rest are closed over."""
+def trace_args(
+    f,
+    args: tuple,
+    kwargs: dict,
+    argnums: tuple[int, ...],
+    fname: str,
+    lent: list | None = None,
+    reverse_only: bool = False,
+):
+    """Trace f concretely with the differentiated arguments as tracers; the rest are closed
+    over (`lent` and `reverse_only` as in `trace_flat`)."""
     diff = tuple(args[i] for i in argnums)
     flat, diff_tree = tree.flatten(diff)
 
@@ -284,7 +360,9 @@ def trace_args(f, args: tuple, kwargs: dict, argnums: tuple[int, ...], fname: st
             vals[i] = sub
         return f(*vals, **kwargs)
 
-    traced, out_tree = trace_flat(flat_fn, flat, concrete=True, name=fname)
+    traced, out_tree = trace_flat(
+        flat_fn, flat, concrete=True, name=fname, lent=lent, reverse_only=reverse_only
+    )
     return traced, out_tree, flat, diff_tree
 
 

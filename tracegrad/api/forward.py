@@ -14,7 +14,9 @@ import numpy as np
 from tracegrad import tree
 from tracegrad.api.common import (
     Run,
+    detached,
     is_nested,
+    known_once,
     name_of,
     simplified_level,
     split_aux,
@@ -24,6 +26,7 @@ from tracegrad.api.common import (
 from tracegrad.core import Tracer
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.types import aval_of, is_float
+from tracegrad.lending import give_back
 from tracegrad.transforms.jvp import linearize_graph, tangent_pass
 
 
@@ -57,10 +60,10 @@ def _check_tangents(fname, api, flat_p, p_tree, flat_t, t_tree):
             )
 
 
-def _trace(f, primals, fname):
+def _trace(f, primals, fname, lent=None):
     flat, in_tree = tree.flatten(tuple(primals))
     traced, out_tree = trace_flat(
-        lambda *t: f(*tree.unflatten(in_tree, t)), flat, concrete=True, name=fname
+        lambda *t: f(*tree.unflatten(in_tree, t)), flat, concrete=True, name=fname, lent=lent
     )
     return traced, out_tree, flat, in_tree
 
@@ -87,7 +90,16 @@ def jvp(f: Callable, primals, tangents, has_aux: bool = False):
             f"jvp({fname}): primals and tangents must be tuples or lists of arguments, got "
             f"{type(primals).__name__} and {type(tangents).__name__}"
         )
-    traced, out_tree, flat, in_tree = _trace(f, primals, fname)
+    # the graph lives only inside this call: its constant arrays are borrowed, not copied
+    lent: list = []
+    try:
+        return _jvp(f, fname, primals, tangents, has_aux, lent)
+    finally:
+        give_back(lent)
+
+
+def _jvp(f, fname, primals, tangents, has_aux, lent):
+    traced, out_tree, flat, in_tree = _trace(f, primals, fname, lent)
     flat_t, t_tree = tree.flatten(tuple(tangents))
     _check_tangents(fname, "jvp", flat, in_tree, flat_t, t_tree)
     run = Run(traced, flat)
@@ -114,8 +126,11 @@ def linearize(f: Callable, *primals):
     graph = simplified_level(traced.graph, nested)
     split = linearize_graph(graph, [True] * len(flat) + [False] * len(traced.captured))
     args = list(flat) + list(traced.captured)
-    fwd_out = eval_graph(split.forward, args, known=None if nested else traced.values)
+    known = None if nested else known_once(split.forward, traced.values)
+    fwd_out = eval_graph(split.forward, args, known=known)
+    del known, traced  # the residuals are all that is left of the forward pass
     outs, residuals = fwd_out[: split.n_outputs], fwd_out[split.n_outputs :]
+    residuals = detached(residuals, flat)
     out_avals = [e.aval for e in graph.outputs]
 
     def jvp_fn(*tangents):

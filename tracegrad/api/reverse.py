@@ -20,7 +20,9 @@ from tracegrad.api.common import (
     argnums_tuple,
     check_float_inputs,
     check_output_dtype,
+    detached,
     is_nested,
+    known_once,
     name_of,
     per_argnum,
     simplified_level,
@@ -32,6 +34,7 @@ from tracegrad.api.common import (
 from tracegrad.core import Boxed, Tracer
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.types import aval_of
+from tracegrad.lending import give_back
 from tracegrad.primitives.elementwise import stop_gradient as sg
 from tracegrad.transforms.vjp import backward_pass, vjp_graph
 
@@ -62,8 +65,25 @@ def value_and_grad(
     def value_and_grad_f(*args, **kwargs):
         nums = argnums_tuple(argnums, len(args), fname, "grad")
         check_float_inputs(args, nums, fname, "grad", holomorphic)
+        # The graph lives only inside this call: its constant arrays are borrowed, not
+        # copied (read-only until the call returns), and the trace keeps only the values
+        # the backward pass reads, each freed after its last reader (the memory of a
+        # handwritten gradient, benchmarks/memory.py).
+        lent: list = []
+        try:
+            return _value_and_grad(args, kwargs, nums, lent)
+        except ValueError as e:
+            if lent and "read-only" in str(e):
+                e.add_note(_READ_ONLY_NOTE.format(fname=fname))
+            raise
+        finally:
+            give_back(lent)
+
+    def _value_and_grad(args, kwargs, nums, lent):
         unique = tuple(dict.fromkeys(nums))  # a repeated argnum is differentiated once
-        traced, out_tree, flat, diff_tree = trace_args(f, args, kwargs, unique, fname)
+        traced, out_tree, flat, diff_tree = trace_args(
+            f, args, kwargs, unique, fname, lent=lent, reverse_only=True
+        )
         main, aux = split_aux(out_tree, traced.out_tracers, has_aux, fname, "grad")
         main_leaves = tree.leaves(main)
         if len(main_leaves) != 1:
@@ -78,7 +98,7 @@ def value_and_grad(
                 f"grad requires a scalar output, got shape {out_aval.shape}; use jacrev or vjp"
             )
         check_output_dtype(out_aval.dtype, "grad", holomorphic)
-        run = Run(traced, flat)
+        run = Run(traced, flat, reverse_only=True)
         graph = run.graph
         seeds = [None] * len(graph.outputs)
         seeds[k] = 1.0
@@ -99,6 +119,13 @@ def value_and_grad(
         return value, g
 
     return value_and_grad_f
+
+
+_READ_ONLY_NOTE = (
+    "tracegrad: the arrays grad({fname}) uses as constants are read-only until the call "
+    "returns (the gradient reads them, and they are not copied). Write into a copy "
+    "(np.copy) instead of an array the function has already used."
+)
 
 
 def grad(
@@ -127,8 +154,14 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     """
     fname = name_of(f)
     flat, in_tree = tree.flatten(primals)
+    # The trace keeps only what the backward rules read (the forward graph below computes
+    # the residuals from those), and its constants are copies: vjp_fn outlives this call.
     traced, out_tree = trace_flat(
-        lambda *t: f(*tree.unflatten(in_tree, t)), flat, concrete=True, name=fname
+        lambda *t: f(*tree.unflatten(in_tree, t)),
+        flat,
+        concrete=True,
+        name=fname,
+        reverse_only=True,
     )
     main, aux = split_aux(out_tree, traced.out_tracers, has_aux, fname, "vjp")
     main_idx = tree.leaves(main)
@@ -138,8 +171,11 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     wrt = [True] * len(flat) + [False] * len(traced.captured)
     split = vjp_graph(graph, wrt)
     args = list(flat) + list(traced.captured)
-    fwd_out = eval_graph(split.forward, args, known=None if nested else traced.values)
+    known = None if nested else known_once(split.forward, traced.values)
+    fwd_out = eval_graph(split.forward, args, known=known)
+    del known, traced  # the residuals are all that is left of the forward pass
     outs, residuals = fwd_out[: split.n_outputs], fwd_out[split.n_outputs :]
+    residuals = detached(residuals, flat)
     out_avals = [e.aval for e in graph.outputs]
 
     def vjp_fn(cotangent):

@@ -14,14 +14,13 @@ from __future__ import annotations
 import itertools
 import weakref
 
-import numpy as np
-
 from tracegrad.diagnostics import tensor_causes
 from tracegrad.ir.graph import Edge, Node, arg_node
 from tracegrad.ir.types import Aval, shape_of
 from tracegrad.torch.grad_mode import is_anomaly_enabled
 from tracegrad.torch.hooks import RemovableHandle
 from tracegrad.torch.tensor import _NO_NEXT, Tensor, type_string
+from tracegrad.transforms.vjp import stand_in as _stand_in
 
 FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -114,7 +113,7 @@ class GradFn(_Hooks):
         else:
             self._state = GradFn.SAVED
             self._values = values
-            self._outs = outs  # one value per output
+            self._outs = outs  # one value per output (None: the rule reads none)
             self._versions = versions
         self._pre_hooks = self._post_hooks = self._tensor_hooks = self._retained = None
         self._name = None
@@ -178,26 +177,45 @@ class GradFn(_Hooks):
                     t = owner()
                     owner = (t._grad_fn, t._index) if t is not None and t._grad_fn else None
                 raise RuntimeError(_version_message(cell, version, owner))
+        # a value the rule does not read was not saved (None): a stand-in of its shape
+        values = self._values
         if not as_tensors:
-            return self._values, node.prim.result(self._outs)
+            if any(v is None for v in values):
+                values = [
+                    _stand_in(e.aval) if v is None else v for v, e in zip(values, node.inputs)
+                ]
+            return values, node.prim.result(self._saved_outs())
         # inputs as tensors linked into the graph: a handle on the producer's output, the leaf
         # itself, or the constant's value (no reference to user tensors: no cycles)
         ins = []
-        for (nxt, index), value in zip(self._next, self._values):
-            if isinstance(nxt, GradFn):
+        for (nxt, index), value, e in zip(self._next, values, node.inputs):
+            if value is None:
+                ins.append(_stand_in(e.aval))
+            elif isinstance(nxt, GradFn):
                 ins.append(Tensor._wrap(value, nxt, index))
             elif nxt is not None:
                 ins.append(nxt.variable)
             else:
                 ins.append(value)
+        if self._outs is None:
+            return ins, node.prim.result(self._saved_outs())
         outs = [Tensor._wrap(v, self, i) for i, v in enumerate(self._outs)]
         return ins, node.prim.result(outs)
+
+    def _saved_outs(self) -> tuple:
+        if self._outs is None:  # the rule does not read its outputs
+            return tuple(_stand_in(a) for a in self.node.out_avals)
+        return self._outs
 
     def __getattr__(self, name: str):
         # PyTorch's `grad_fn._saved_self` / `_saved_other` / `_saved_result`
         index = {"_saved_self": 0, "_saved_other": 1, "_saved_result": -1}.get(name)
         if index is None:
             raise AttributeError(f"'{self.name()}' object has no attribute '{name}'")
+        if self._state == GradFn.SAVED:  # a value the rule does not read was not saved
+            held = self._outs if index == -1 else self._values[index]
+            if held is None:
+                return None
         ins, out = self.saved(as_tensors=True)
         return out if index == -1 else ins[index]
 
@@ -224,24 +242,6 @@ class AccumulateGrad(_Hooks):
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
-
-
-_STAND_INS: dict = {}
-
-
-def _stand_in(aval):
-    """A value of the right shape and dtype for a rule that reads no values (zero bytes:
-    a broadcast zero), cached per aval since building one costs more than the rule."""
-    value = _STAND_INS.get(aval)
-    if value is None:
-        if aval.weak_type:
-            value = aval.dtype.type(0).item()
-        else:
-            value = np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
-        if len(_STAND_INS) > 4096:
-            _STAND_INS.clear()
-        _STAND_INS[aval] = value
-    return value
 
 
 def _version_message(cell, version, owner) -> str:

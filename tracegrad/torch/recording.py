@@ -78,7 +78,8 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         edges.append(edge)
         nexts.append(nxt)
     params = Params(params) if params else EMPTY_PARAMS
-    result = _record_node(prim, args, values, edges, nexts, versions, out, params)
+    saved = _saved_inputs(prim, args, values, stamps)
+    result = _record_node(prim, args, saved, edges, nexts, versions, out, params)
     if config.provenance or config.debug_nans or config.debug_infs:
         provenance.note_result(result)  # tracegrad.diagnostics: the user's line
     return _with_stack(result) if _anomaly.get()[0] else result
@@ -101,6 +102,33 @@ def _stamped_inputs(prim, args) -> frozenset | range:
     return range(len(args)) if n else _NONE
 
 
+def _saved_inputs(prim, args, values, stamps) -> tuple:
+    """The input values the node's vjp rule reads, None for the others, so a node saves what
+    PyTorch's saves (`tanh` its result, not its input; `x @ W` with a constant `W` no `x`)
+    and a long chain holds one value per node, not two. Kept: the float inputs `stamps`
+    names (all of them for a bilinear rule that computes every cotangent at once), integer
+    and bool inputs when the rule reads inputs or indices, and Python numbers (small, and
+    a rule may read a scalar operand whatever it claims). A writeable NumPy array that is
+    not a tensor's is copied: the caller could write into it before the backward pass."""
+    reads = prim.vjp_reads
+    if not reads:
+        return values  # a node that saves nothing drops them all (GradFn.NOTHING)
+    indices = "inputs" in reads or "indices" in reads
+    joined = prim.bilinear and prim.input_vjp is None and "inputs" in reads
+    saved = []
+    for i, (a, v) in enumerate(zip(args, values)):
+        if not isinstance(v, np.ndarray):
+            saved.append(v)
+            continue
+        read = (i in stamps or (joined and bool(stamps))) if v.dtype.kind in "fc" else indices
+        if read:
+            copy = v.flags.writeable and not isinstance(a, Tensor)
+            saved.append(_readonly(v.copy()) if copy else v)
+        else:
+            saved.append(None)
+    return tuple(saved)
+
+
 def _with_stack(result):
     """Anomaly mode: the node keeps the stack that created it, for the backward's report."""
     first = result[0] if isinstance(result, tuple) else result
@@ -120,11 +148,12 @@ def _record_node(prim, args, values, edges, nexts, versions, out, params):
     if not prim.multiple_results:  # the common case, kept short
         out = _readonly(out)
         node = Node(prim, tuple(edges), params, (_aval(out),))
-        fn = GradFn(node, tuple(nexts), tuple(values), (out,), versions)
+        saved_out = (out,) if "output" in prim.vjp_reads else None  # (None: not read)
+        fn = GradFn(node, tuple(nexts), values, saved_out, versions)
         return _output_tensor(fn, 0, out, prim, args, versions)
     outs = tuple([_readonly(o) for o in out])
     node = Node(prim, tuple(edges), params, tuple([_aval(o) for o in outs]))
-    fn = GradFn(node, tuple(nexts), tuple(values), outs, versions)
+    fn = GradFn(node, tuple(nexts), values, outs if "output" in prim.vjp_reads else None, versions)
     return tuple([_output_tensor(fn, i, o, prim, args, versions) for i, o in enumerate(outs)])
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from tracegrad import config
 from tracegrad.diagnostics import checks, provenance
 from tracegrad.ir.graph import Edge, Graph, Node, const_p
@@ -171,6 +173,48 @@ def value_reader(values: dict[Node, tuple]) -> Reader:
         return found
 
     return read
+
+
+def saved_reader(values: dict[Node, tuple]) -> Reader:
+    """`read` over the values a trace kept for reverse mode alone (`Trace.reverse_only`): a
+    value no vjp rule reads was not kept, and reads as a `stand_in` of its shape and dtype
+    (what the rules read of it), as the PyTorch-style tensors read a node that saved nothing."""
+    get = values.get
+    made: dict[Node, tuple] = {}  # stand-ins, made once per node (its readers share them)
+
+    def read(node: Node) -> tuple:
+        found = get(node)
+        if found is not None:
+            if len(found) > 1 and any(v is None for v in found):  # some outputs not kept
+                return tuple(stand_in(a) if v is None else v for v, a in zip(found, node.out_avals))
+            return found
+        if node.prim is const_p:
+            return (node.params["value"],)
+        found = made.get(node)
+        if found is None:
+            found = made[node] = tuple([stand_in(a) for a in node.out_avals])
+        return found
+
+    return read
+
+
+_STAND_INS: dict = {}
+
+
+def stand_in(aval):
+    """A value of `aval`'s shape and dtype for a rule that reads only those: a broadcast zero
+    (no memory), or a Python zero for a weak scalar; cached per aval, since building one costs
+    more than the rule."""
+    value = _STAND_INS.get(aval)
+    if value is None:
+        if aval.weak_type:
+            value = aval.dtype.type(0).item()
+        else:
+            value = np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+        if len(_STAND_INS) > 4096:
+            _STAND_INS.clear()
+        _STAND_INS[aval] = value
+    return value
 
 
 def call_vjp(prim, cotangent, *primals, out, **params) -> tuple:
