@@ -1299,3 +1299,56 @@ def test_a_plain_backward_after_a_create_graph_one_adds_in_place():
         (x**2).sum().backward()
         assert x.grad is first and x.grad.requires_grad
         np.testing.assert_array_equal(values(x.grad), [4.0, 8.0])
+
+
+_ZERO_DERIVATIVE = {
+    "floor": lambda M, x: M.floor(x),
+    "ceil": lambda M, x: x.ceil(),
+    "round": lambda M, x: M.round(x),
+    "trunc": lambda M, x: M.trunc(x),
+    "sign": lambda M, x: M.sign(x),
+    "div trunc": lambda M, x: M.div(x, 2.0, rounding_mode="trunc"),
+    "div floor": lambda M, x: M.div(x, 2.0, rounding_mode="floor"),
+    "floor then exp": lambda M, x: M.exp(M.floor(x)),
+    "where, other branch": lambda M, x: M.where(x > 100.0, x, M.zeros(3)),
+}
+
+
+@pytest.mark.parametrize("name", list(_ZERO_DERIVATIVE))
+@pytest.mark.parametrize("api", ["backward", "autograd.grad", "create_graph"])
+def test_a_leaf_reached_only_through_zero_derivatives_gets_zeros_not_none(name, api):
+    # PyTorch's formulas return zeros there, so .grad is a zero tensor (an optimizer then
+    # still applies weight decay and momentum to it)
+    got = []
+    for M in (torch, tt):
+        x = M.tensor([1.5, -2.5, 3.0], dtype=M.float64, requires_grad=True)
+        y = _ZERO_DERIVATIVE[name](M, x).sum()
+        if api == "backward":
+            y.backward()
+            g = x.grad
+        else:
+            (g,) = M.autograd.grad(y, x, create_graph=api == "create_graph")
+        dtype = None if g is None else str(g.dtype).replace("torch.", "")
+        got.append((None if g is None else g.tolist(), dtype))
+    assert got[1] == got[0]
+    assert got[0][0] == [0.0, 0.0, 0.0]
+
+
+def test_a_custom_functions_none_still_leaves_grad_none():
+    grads = []
+    for M in (torch, tt):
+
+        class F(M.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                return x * 2 + y
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2, None
+
+        x = M.ones(2, requires_grad=True)
+        y = M.ones(2, requires_grad=True)
+        F.apply(x, y).sum().backward()
+        grads.append((x.grad.tolist(), y.grad))
+    assert grads[1] == grads[0] == ([2.0, 2.0], None)

@@ -459,10 +459,24 @@ class _Pass:
             in_bars = vjp_step(node, bar, primals, out, active)
             if node in post:
                 in_bars = self.after(node, bar, in_bars)
+            defined = not node.prim.registered  # (a custom Function: see below)
             for e, b in zip(node.inputs, in_bars):
-                if b is not None and e.node in active:  # constants take no cotangent
+                if e.node not in active:  # constants take no cotangent
+                    continue
+                if b is None and not defined:
+                    # A rule's None is a zero derivative (floor, sign, round, a where's other
+                    # branch); PyTorch's formula returns zeros there, so a leaf reached only
+                    # through it gets a zero .grad, not None. A custom Function's None is
+                    # PyTorch's undefined gradient: nothing reaches that input.
+                    b = self.zero(e)
+                if b is not None:
                     bars.add(e, b)
         return [bars.pop(acc.node) for acc in targets]
+
+    def zero(self, e):
+        aval = e.aval
+        z = np.zeros(aval.shape, aval.strengthen().dtype)
+        return Tensor._wrap(z) if self.create else z
 
     def before(self, node: Node, bar):
         """`node`'s output cotangent after tensor hooks, retained and captured grads and
