@@ -1662,3 +1662,36 @@ def test_narrow_refuses_a_window_that_does_not_fit_as_torch(shape, args):
     with pytest.raises(want.type) as got:
         tt.narrow(tt.zeros(shape), *args)
     assert str(got.value) == str(want.value)
+
+
+_JOINS = {
+    "cat 0-d": lambda M: M.cat([M.zeros(()), M.zeros(())]),
+    "cat ranks": lambda M: M.cat([M.zeros(2, 3), M.zeros(2, 3, 1)], dim=1),
+    "cat sizes": lambda M: M.cat([M.zeros(2, 3), M.zeros(4, 3), M.zeros(2, 5)]),
+    "cat dim": lambda M: M.cat([M.zeros(2, 3)], dim=5),
+    "cat empty list": lambda M: M.cat([], dim=0),
+    "stack empty list": lambda M: M.stack([]),
+    "stack sizes": lambda M: M.stack([M.zeros(2, 3), M.zeros(3, 2)]),
+    "stack dim": lambda M: M.stack([M.zeros(2), M.zeros(2)], dim=-3),
+}
+
+
+@pytest.mark.parametrize("name", list(_JOINS))
+def test_cat_and_stack_refuse_as_torch(name):
+    with pytest.raises((RuntimeError, IndexError, ValueError)) as want:
+        _JOINS[name](torch)
+    with pytest.raises(want.type) as got:
+        _JOINS[name](tt)
+    assert str(got.value) == str(want.value)
+
+
+def test_cat_skips_legacy_empty_vectors_as_torch():
+    grads = []
+    for M in (torch, tt):
+        e = M.zeros(0, requires_grad=True)
+        y = M.arange(6.0).reshape(2, 3).requires_grad_()
+        out = M.cat([e, y, e], dim=1) * M.arange(6.0).reshape(2, 3)
+        out.sum().backward()
+        grads.append((tuple(out.shape), y.grad.tolist(), e.grad.tolist(), out.grad_fn.name()))
+        assert tuple(M.cat([M.zeros(0), M.zeros(0)]).shape) == (0,)
+    assert grads[1] == grads[0]

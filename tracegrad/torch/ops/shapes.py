@@ -141,9 +141,37 @@ def flip(input, dims):
 
 
 def cat(tensors, dim=0):
+    """ATen's cat: its checks and messages, and its legacy rule that a 1-D tensor of size 0
+    joins any shape (it is skipped)."""
     tensors = [_as_tensor(x) for x in tensors]
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     dtype = result_type(*tensors)
-    return tnp.concatenate([_cast(x, dtype) for x in tensors], axis=dim)
+    kept = [t for t in tensors if t.shape != (0,)]
+    if not kept:
+        return tnp.concatenate([_cast(x, dtype) for x in tensors])
+    first = kept[0]
+    d = _dims(dim, first.ndim)[0]
+    for i, t in enumerate(tensors):
+        if t.shape == (0,):
+            continue
+        if t.ndim != first.ndim:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}"
+            )
+        for k in range(first.ndim):
+            if k != d and t.shape[k] != first.shape[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size "
+                    f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in the "
+                    "list."
+                )
+    empty = first.shape[:d] + (0,) + first.shape[d + 1 :]  # a skipped tensor, joined as this
+    parts = [reshape(x, empty) if x.shape == (0,) else x for x in tensors]
+    return tnp.concatenate([_cast(x, dtype) for x in parts], axis=d)
 
 
 concat = concatenate = cat
@@ -151,6 +179,15 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0):
     tensors = [_as_tensor(x) for x in tensors]
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
+                f"at entry 0 and {list(t.shape)} at entry {i}"
+            )
+    dim = _dims(dim, tensors[0].ndim + 1)[0]
     dtype = result_type(*tensors)
     out = tnp.stack([_cast(x, dtype) for x in tensors], axis=dim)
     return _named(out, "StackBackward0", tensors)
