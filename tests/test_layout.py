@@ -140,6 +140,9 @@ UPWARD = {
     # scipy.special's ufuncs on traced values reach tracegrad.scipy, which builds on
     # tracegrad.numpy, at call time (and SciPy's functions on traced values are named there)
     ("tracegrad.numpy._dispatch", "_tsp"): "tracegrad.scipy",
+    # torch.matrix_exp and torch.triangular_solve are SciPy's functions, and SciPy is optional:
+    # `import tracegrad` must not import it
+    ("tracegrad.torch.ops.linalg_names", "_scipy_linalg"): "tracegrad.scipy.linalg",
 }
 
 

@@ -12,7 +12,6 @@ from collections import namedtuple
 
 import numpy as np
 
-from tracegrad.scipy import linalg as scipy_linalg
 from tracegrad.torch import linalg
 from tracegrad.torch.ops.arithmetic import add, log, where
 from tracegrad.torch.ops.comparisons import lt
@@ -31,6 +30,15 @@ __all__ = [
     "pinverse",
     "triangular_solve",
 ]
+
+
+def _scipy_linalg():
+    """`tracegrad.scipy.linalg`, imported at first use: `import tracegrad` must not need SciPy
+    (an optional extra); matrix_exp and triangular_solve do."""
+    from tracegrad.scipy import linalg  # (not at import: SciPy is an optional extra)
+
+    return linalg
+
 
 qr_result = namedtuple("qr", ["Q", "R"])
 svd_result = namedtuple("svd", ["U", "S", "V"])
@@ -130,7 +138,7 @@ def matrix_exp(input):
         )
     if A.shape[-1] == 0 or A.numel() == 0:
         return clone(A)
-    return _batched(scipy_linalg.expm, A)
+    return _batched(_scipy_linalg().expm, A)
 
 
 def pinverse(input, rcond=1e-15):
@@ -159,7 +167,7 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
     AA = A.expand(*batch, *A.shape[-2:]) if A.shape[:-2] != batch else A
 
     def solve(a, rhs):
-        return scipy_linalg.solve_triangular(
+        return _scipy_linalg().solve_triangular(
             a, rhs, lower=not upper, trans=1 if transpose else 0, unit_diagonal=unitriangular
         )
 
