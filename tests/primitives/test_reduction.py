@@ -617,3 +617,12 @@ def test_cumprod_gradient_at_zeros_is_exact():
         np.testing.assert_allclose(rev, expected(x[::-1])[::-1])
         _, tangent = tg.jvp(lambda x: np.sum(np.cumprod(x) * w), (x,), (np.ones(4),))
         np.testing.assert_allclose(tangent, expected(x).sum())
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_mean_with_an_integer_dtype_truncates_into_it_as_numpy(dtype):
+    # NumPy sums in the integer dtype, then divides into it (unsafe cast: toward zero)
+    x = np.array([[1.5, 3.0, 7.0], [2.0, 2.0, 1.0], [0.5, 4.0, 2.0]])
+    for axis in (None, 0, 1):
+        check_traced(lambda t, axis=axis: np.mean(t, axis=axis, dtype=dtype), x)
+        check_traced(lambda t, axis=axis: np.mean(t, axis=axis, dtype=dtype, where=t > 1.0), x)

@@ -266,7 +266,11 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         if known is not None and np.any(known == 0):
             warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
         ret = _divide_counts(_masked_sum("mean", arr, mask, axis, keepdims, dtype), counts)
-    return cast(ret, arr.dtype) if is_float16_result else ret
+    if is_float16_result:
+        return cast(ret, arr.dtype)
+    if np.dtype(dtype).kind in "iu":  # NumPy divides into the integer sum: truncated, unsafe
+        return cast(ret, dtype)
+    return ret
 
 
 def var(
