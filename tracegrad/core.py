@@ -478,7 +478,12 @@ _dispatch = None
 
 class Tracer(Boxed):
     """A value inside a trace: an edge of the graph being built, its aval, and (when concrete)
-    its value. Operators and NumPy functions on a tracer record nodes."""
+    its value. Operators and NumPy functions on a tracer record nodes.
+
+    The operators come from NumPy's operator mixin (through `__array_ufunc__`), except the
+    common arithmetic and comparisons (`+ - * / **`, unary `-`, `< <= > >= == !=`), which
+    `tracegrad.numpy._operators` replaces with methods binding the primitive directly for
+    tracer, scalar and array operands (the mixin's route for any other operand)."""
 
     __slots__ = ("_trace", "edge", "aval", "val")
     __array_priority__ = 1000

@@ -63,5 +63,6 @@ __all__ = (
     + _at.__all__
 )
 
-# the submodules, as `np.linalg` and `np.fft` (after the rest: they build on it)
-from tracegrad.numpy import fft, linalg  # noqa: E402
+# the submodules, as `np.linalg` and `np.fft` (after the rest: they build on it), and
+# Tracer's direct operators (tracegrad.numpy._operators)
+from tracegrad.numpy import _operators, fft, linalg  # noqa: E402, F401

@@ -25,6 +25,7 @@ def _export(name, prim, doc=None):
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc or f"`numpy.{prim.impl.__name__}`, traceable and differentiable."
+    f.primitive = prim  # all the function does: Tracer's operators bind it directly
     globals()[name] = f
     __all__.append(name)
     return f

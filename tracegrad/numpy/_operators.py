@@ -1,0 +1,108 @@
+"""Tracer's arithmetic and comparison operators, binding the primitive directly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracegrad import core
+from tracegrad.numpy import _elementwise
+
+# NumPy's operator mixin (which Boxed inherits) routes `t + 1` through np.add and back into
+# `Tracer.__array_ufunc__`, then `array_ufunc` and the elementwise function: five Python frames
+# before `Trace.bind`, on every traced op. The operators below bind the primitive directly,
+# for the operands whose route is known to end in `bind(prim, a, b)` in that order: another
+# tracer (of any trace: `Trace.bind` lifts it, as on the slow route), a Python or NumPy scalar,
+# a NumPy array. Anything else (lists, shim Tensors, objects with their own `__array_ufunc__`
+# or `__array_ufunc__ = None`) takes the mixin's method, unchanged. In-place operators
+# (`x += 1`) stay the mixin's: `_augmented_assignment` reads their caller's frame.
+
+_DIRECT = frozenset({int, float, complex, bool, np.ndarray, *np.sctypeDict.values()})
+
+_BINARY_OPERATORS = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "truediv": np.true_divide,
+    "pow": np.power,
+}
+_COMPARISONS = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
+_UNARY_OPERATORS = {"neg": np.negative}
+
+
+def _operator_primitive(ufunc):
+    """The primitive that tracegrad.numpy's function of `ufunc`'s name binds and nothing else
+    (the function `_dispatch.UFUNCS` maps the ufunc to), or None."""
+    return getattr(getattr(_elementwise, ufunc.__name__, None), "primitive", None)
+
+
+def _forward(prim, slow, tracer_type, direct):
+    current = core._current_trace.get
+
+    def method(self, other):
+        cls = type(other)
+        if cls in direct or cls is tracer_type:
+            trace = current()
+            if trace is not None:
+                return trace.bind(prim, (self, other), {})
+            return core.bind_eager(prim, (self, other), {})
+        return slow(self, other)
+
+    return method
+
+
+def _reflected(prim, slow, tracer_type, direct):
+    current = core._current_trace.get
+
+    def method(self, other):
+        cls = type(other)
+        if cls in direct or cls is tracer_type:
+            trace = current()
+            if trace is not None:
+                return trace.bind(prim, (other, self), {})
+            return core.bind_eager(prim, (other, self), {})
+        return slow(self, other)
+
+    return method
+
+
+def _unary(prim):
+    current = core._current_trace.get
+
+    def method(self):
+        trace = current()
+        if trace is not None:
+            return trace.bind(prim, (self,), {})
+        return core.bind_eager(prim, (self,), {})
+
+    return method
+
+
+def _install_operators(cls) -> None:
+    mixin = np.lib.mixins.NDArrayOperatorsMixin
+    methods = {}
+    for name, ufunc in {**_BINARY_OPERATORS, **_COMPARISONS}.items():
+        prim = _operator_primitive(ufunc)
+        if prim is None:
+            continue
+        methods[f"__{name}__"] = _forward(prim, getattr(mixin, f"__{name}__"), cls, _DIRECT)
+        if name in _BINARY_OPERATORS:
+            slow = getattr(mixin, f"__r{name}__")
+            methods[f"__r{name}__"] = _reflected(prim, slow, cls, _DIRECT)
+    for name, ufunc in _UNARY_OPERATORS.items():
+        prim = _operator_primitive(ufunc)
+        if prim is not None:
+            methods[f"__{name}__"] = _unary(prim)
+    for name, method in methods.items():
+        method.__name__ = name
+        method.__qualname__ = f"{cls.__name__}.{name}"
+        setattr(cls, name, method)
+
+
+_install_operators(core.Tracer)
