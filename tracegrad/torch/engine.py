@@ -459,11 +459,11 @@ class _Pass:
             in_bars = vjp_step(node, bar, primals, out, active)
             if node in post:
                 in_bars = self.after(node, bar, in_bars)
-            defined = not node.prim.registered  # (a custom Function: see below)
+            custom = not node.prim.registered  # a custom Function's node (see below)
             for e, b in zip(node.inputs, in_bars):
                 if e.node not in active:  # constants take no cotangent
                     continue
-                if b is None and not defined:
+                if b is None and not custom:
                     # A rule's None is a zero derivative (floor, sign, round, a where's other
                     # branch); PyTorch's formula returns zeros there, so a leaf reached only
                     # through it gets a zero .grad, not None. A custom Function's None is
