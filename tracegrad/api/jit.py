@@ -30,6 +30,7 @@ import numpy as np
 
 from tracegrad import config, tree
 from tracegrad.api.common import merge_static, name_of, split_static, trace_flat, trace_function
+from tracegrad.backends.libraries import BackendError, backend_of, library_of
 from tracegrad.codegen import compile_graph, source
 from tracegrad.core import Tracer
 from tracegrad.interpret import eval_graph
@@ -91,6 +92,9 @@ def _leaf_key(x):
         return ((), x.dtype)
     if t is tnp_ndarray:  # tracegrad.numpy's arrays: NumPy arrays that only add `.at`
         return (x.shape, x.dtype)
+    library = library_of(x)
+    if library is not None:  # another array library's (tracegrad.backends)
+        return (library, tuple(x.shape), str(x.dtype))
     if t is Aval:
         raise TypeError(
             "jit: a tg.Aval stands for an argument in .lower() and make_graph; call the "
@@ -319,7 +323,17 @@ class Jitted:
     def _compile(self, key, args, kwargs, flat, treedef, statics) -> _Entry:
         self._misses += 1
         self._log_retrace(key)
-        avals = [_leaf_aval(x) for x in flat]
+        where = f"jit({self.name})"
+        backend = backend_of(flat, where)
+        if backend is None:
+            avals = [_leaf_aval(x) for x in flat]
+        else:
+            if self.backend != "codegen":
+                raise BackendError(
+                    f"{where}: backend={self.backend!r} runs NumPy arrays only; {backend.name} "
+                    "arrays run through the generated code (the default backend='codegen')"
+                )
+            avals = [backend.aval(x, where) if library_of(x) else _leaf_aval(x) for x in flat]
         positional = tuple(p for p in statics if isinstance(p[0], int))
         named = dict(p for p in statics if isinstance(p[0], str))
 
@@ -338,7 +352,15 @@ class Jitted:
         del traced  # (a large graph's traced form goes while the simplified one compiles)
         graph = simplify(graph)
         donated = self._donated_positions(args, statics)
-        if self.backend == "codegen":
+        if backend is not None:
+            if donated:
+                raise BackendError(
+                    f"{where}: donate_argnums gives NumPy buffers to the generated code; "
+                    f"on {backend.name} arrays drop it (the library manages its own memory)"
+                )
+            compiled = compile_graph(graph, backend=backend)
+            run = _foreign_runner(backend, compiled.fn)
+        elif self.backend == "codegen":
             compiled = compile_graph(graph, donated=frozenset(donated))
             run = compiled.fn
         else:
@@ -406,6 +428,18 @@ class Jitted:
 
     def __repr__(self) -> str:
         return f"<jit({self.name}) backend={self.backend!r}>"
+
+
+def _foreign_runner(backend, fn):
+    """The compiled function of another library's call: NumPy leaves (parameters beside a big
+    dask batch) taken into the library first; under JAX, compiled by `jax.jit` as a whole."""
+    fn = backend.compile(fn)
+    take = backend.take
+
+    def run(*flat):
+        return fn(*map(take, flat))
+
+    return run
 
 
 def _static_names_and_nums(f, static_argnums, static_argnames):

@@ -125,6 +125,7 @@ def compile_graph(
     reuse_buffers: bool = True,
     donated: frozenset[int] = frozenset(),
     segment_nodes: int | None = None,
+    backend=None,
 ) -> Compiled:
     """Generate, compile (once) and load the Python function of `graph` (see `source`).
 
@@ -134,14 +135,25 @@ def compile_graph(
     functions compiled one by one, so compiling costs linear time and memory;
     `segment_nodes` forces that form at any size, with segments of that many nodes (0: one
     function whatever the size).
+
+    `backend` (a `tracegrad.backends.Backend`): the function runs on that array library
+    instead (the same text, with `np` its lowered names, constants taken into the library,
+    no `out=` writes); a primitive without a lowering raises `LoweringError`.
     """
-    code = _Generator(graph, reuse_buffers, frozenset(donated)).generate(segment_nodes)
+    code = _Generator(graph, reuse_buffers, frozenset(donated), backend=backend).generate(
+        segment_nodes
+    )
+    if backend is not None:
+        code = attrs.evolve(code, const_values=tuple(map(backend.take, code.const_values)))
+        names = backend.names(code.used)
+    else:
+        names = np
     filename = f"<tracegrad-codegen {code.name}-{next(_serial)}>"
     if code.segments:
-        fn, filenames = _load_segments(code, filename)
+        fn, filenames = _load_segments(code, filename, names)
     else:
         # no fn -> globals -> fn cycle
-        fn = _load(code.text(), filename, {"np": np}).pop(code.name)
+        fn = _load(code.text(), filename, {"np": names}).pop(code.name)
         fn.__defaults__ = code.const_values or None
         filenames = [filename]
     weakref.finalize(fn, _forget, filenames)
@@ -169,12 +181,12 @@ def _load(text: str, filename: str, namespace: dict) -> dict:
     return namespace
 
 
-def _load_segments(code: _Code, filename: str) -> tuple[Callable, list[str]]:
+def _load_segments(code: _Code, filename: str, names) -> tuple[Callable, list[str]]:
     """The driver of a segmented function, its segments compiled one at a time (each its
     own small compile, so memory stays flat). The segments read the constants as globals of
     one namespace; the driver reads the segments from another, so no function refers back to
     a namespace holding it (no cycle: everything goes by reference counting)."""
-    consts = {"np": np, **dict(zip(code.const_names, code.const_values))}
+    consts = {"np": names, **dict(zip(code.const_names, code.const_values))}
     calls = dict(consts)  # (the driver may return a constant)
     filenames = []
     try:

@@ -13,6 +13,7 @@ import reprlib
 
 import attrs
 
+from tracegrad.backends.check import lowered_names, lowering_error
 from tracegrad.codegen.buffers import _plan_buffers, _plan_donations
 from tracegrad.codegen.chunks import SEGMENT_NODES, segmented_body, wants_segments
 from tracegrad.codegen.literals import _param_text, _Params, _scalar_text
@@ -47,6 +48,8 @@ class _Code:
     # a large graph's segment functions, (name, source text), which `body` calls in order;
     # they read the constants as globals, so the function then takes only the inputs
     segments: tuple[tuple[str, str], ...] = ()
+    # another library's code (tracegrad.backends): the NumPy names it calls, lowered
+    used: frozenset = frozenset()
 
     def text(self, params: list[str] | None = None) -> str:
         if params is None:
@@ -80,8 +83,15 @@ class _Generator:
         reuse_buffers: bool,
         donated: frozenset[int] = frozenset(),
         root: _Generator | None = None,
+        backend=None,
     ):
         self.graph = graph
+        # another array library (tracegrad.backends): no out= writes, no donation, the
+        # primitives' array-API emit rules, and every NumPy name checked to have a lowering
+        self.backend = backend if root is None else root.backend
+        if self.backend is not None:
+            reuse_buffers, donated = False, frozenset()
+        self.used: set[str] = set()  # (the root's: the NumPy names the code calls)
         self.reuse_buffers = reuse_buffers
         self._root = root  # (None for the root itself: no self-reference cycle to collect)
         self.n_nested = 0  # (the root's counts name nested functions)
@@ -171,7 +181,7 @@ class _Generator:
         root = self.root
         name = f"_sub{root.n_nested}"
         root.n_nested += 1
-        child = _Generator(graph, self.reuse_buffers, root=root)
+        child = _Generator(graph, self.reuse_buffers, root=root)  # (the root's backend)
         body, inputs = child.body_lines()
         lines.append(f"    def {name}({', '.join(inputs)}):")
         lines.extend("    " + line for line in body)
@@ -210,9 +220,17 @@ class _Generator:
             call = f"np.{prim.impl.__name__}({', '.join(args)}, out={self.names[buf][0]})"
             return [f"    {targets[0]} = {call}"]
         expr = _scalar_operator(node, args)
+        backend = self.backend
         if expr is None:
             if prim.emit is None:
+                if backend is not None:
+                    raise lowering_error(prim, backend, "it has no emit rule (it runs its impl)")
                 expr = self.impl_call(prim, args, params)
+            elif backend is not None and prim.emit_array_api is not None:
+                try:
+                    expr = prim.emit_array_api(*args, **params)
+                except NotImplementedError as why:
+                    raise lowering_error(prim, backend, str(why)) from None
             else:
                 expr = prim.emit(*args, **params)
         if isinstance(expr, list):  # statements, then the value's expression
@@ -221,13 +239,15 @@ class _Generator:
                 _check_line(prim, line)
                 lines.append(f"    {line}")
         _check_line(prim, expr)
+        if backend is not None:
+            self.root.used.update(lowered_names(prim, backend, [*lines, expr]))
         if prim.multiple_results:
             if not targets:
                 return [*lines, f"    {expr}"]
             lhs = ", ".join(targets) + ("," if len(targets) == 1 else "")
             return [*lines, f"    {lhs} = {expr}"]
         aval = node.out_avals[0]
-        if aval.weak_type and not aval.shape:
+        if aval.weak_type and not aval.shape and backend is None:
             expr = f"{_convert(aval.dtype.kind)}({expr})"
         return [*lines, f"    {targets[0]} = {expr}"]
 
@@ -296,6 +316,7 @@ class _Generator:
             body=tuple(body),
             reused=len(self.plan),
             segments=tuple(parts),
+            used=frozenset(self.used),
         )
 
 

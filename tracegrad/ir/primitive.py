@@ -21,6 +21,10 @@ The rule protocol (DESIGN.md §2; arrays positional, params keyword-only):
   or None.
 - `emit(*names, **params)`: a Python expression written with NumPy's names,
   `"np.hypot(a, b)"`; without one, the code generator calls `impl`.
+- `emit_array_api(*names, **params)`: the same for the other array libraries `jit` runs on
+  (`tracegrad.backends`), where `emit`'s text writes into an array in place or calls a
+  method the array API lacks: a functional form, still with NumPy's names, which
+  `tracegrad.backends.lowered` lowers. Without one, `emit`'s text serves every library.
 - `taylor(primals, series, *, out, **params)`: the output's truncated Taylor series (Taylor
   mode, `tg.jet`): `series[i]` is None for an input that does not move, else a list of its K
   Taylor coefficients x_1..x_K (x(t) = x + x_1 t + ... + x_K t^K, derivative / k!), each an
@@ -107,7 +111,7 @@ def per_input(rule_of: Callable) -> PerInput:
     return PerInput(rule_of)
 
 
-_RULES = ("jvp", "vjp", "batch", "emit", "taylor")
+_RULES = ("jvp", "vjp", "batch", "emit", "emit_array_api", "taylor")
 
 
 @attrs.frozen(eq=False, repr=False)
@@ -149,6 +153,7 @@ class Primitive:
     vjp: Callable | tuple | None = None
     batch: Callable | None = None
     emit: Callable | None = None
+    emit_array_api: Callable | None = None
     taylor: Callable | None = None
     multiple_results: bool = False
     differentiable: bool = True

@@ -87,6 +87,13 @@ def aval_of(x) -> Aval:
             "t.detach().numpy(), or differentiate tensors with .backward() / "
             "tg.autograd.grad"
         )
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # another library's array
+        library = type(x).__module__.partition(".")[0]
+        raise TypeError(
+            f"tracegrad: eager transforms run on NumPy arrays, got a {library} "
+            f"{type(x).__name__}; jit runs on {library}'s arrays (tracegrad.backends): call "
+            "tg.jit(tg.grad(f))(x), or convert with np.asarray(x)"
+        )
     raise TypeError(
         f"tracegrad: expected an array or a Python scalar, got {type(x).__name__}; "
         "wrap lists with np.asarray or tracegrad.numpy.array"

@@ -150,6 +150,36 @@ def _scan_emit(*names, body, n_consts, n_carry, length, reverse):
     return _loop_emit(f"{body.name}_loop", k + c + x, lines, names)
 
 
+def _scan_emit_array_api(*names, body, n_consts, n_carry, length, reverse):
+    # no writes into a stacked array: the steps' outputs are collected and stacked
+    n_xs = len(names) - n_consts - n_carry
+    k = [f"_Lk{i}" for i in range(n_consts)]
+    c = [f"_Lc{i}" for i in range(n_carry)]
+    x = [f"_Lx{i}" for i in range(n_xs)]
+    ys = body.out_avals[n_carry:]
+    y = [f"_Ly{i}" for i in range(len(ys))]
+    t = [f"_Lt{i}" for i in range(len(ys))]
+    lines = [f"    {b} = []" for b in y]
+    steps = f"range({length - 1}, -1, -1)" if reverse else f"range({length})"
+    lines.append(f"    for _Li in {steps}:")
+    call = f"{body.name}({', '.join(k + c + [f'{v}[_Li]' for v in x])})"
+    lines.append(f"        {_unpack(c + t)} = {call}" if c or t else f"        {call}")
+    lines += [f"        {b}.append({v})" for b, v in zip(y, t)]
+    for b, a in zip(y, ys):
+        order = f"{b}[::-1]" if reverse else b
+        empty = f"np.zeros({(0, *a.shape)!r}, dtype=np.dtype({a.dtype.name!r}))"
+        lines.append(f"    {b} = np.stack({order}) if {b} else {empty}")
+    lines.append(f"    return ({_unpack(c + y)})")
+    return _loop_emit(f"{body.name}_loop", k + c + x, lines, names)
+
+
+def _refused_array_api(why: str):
+    def emit(*names, **params):
+        raise NotImplementedError(why)
+
+    return emit
+
+
 scan_p = Primitive(
     "scan",
     impl=_rule("scan_impl"),
@@ -159,6 +189,7 @@ scan_p = Primitive(
     taylor=_taylor("scan_taylor"),
     batch=_rule("scan_batch"),
     emit=_scan_emit,
+    emit_array_api=_scan_emit_array_api,
     multiple_results=True,
     vjp_reads=READS_INPUTS,
 )
@@ -231,6 +262,10 @@ while_loop_p = Primitive(
     taylor=_taylor("while_taylor"),
     batch=_rule("while_batch"),
     emit=_while_emit,
+    emit_array_api=_refused_array_api(
+        "the loop tests its condition's value in Python each trip, which another library "
+        "would compute eagerly (dask) or cannot give under its own tracing (jax.jit)"
+    ),
     multiple_results=True,
     vjp_reads=READS_INPUTS,
 )
@@ -278,6 +313,10 @@ cond_p = Primitive(
     taylor=_taylor("cond_taylor"),
     batch=_rule("cond_batch"),
     emit=_cond_emit,
+    emit_array_api=_refused_array_api(
+        "the branch is chosen by a Python `if` on the index's value, which another library "
+        "would compute eagerly (dask) or cannot give under its own tracing (jax.jit)"
+    ),
     multiple_results=True,
     vjp_reads=READS_INPUTS,
 )

@@ -817,6 +817,9 @@ astype_p = Primitive(
     batch=_BATCH,
     # (a weak 0-d result becomes a Python scalar in both executors, from its aval)
     emit=lambda x, *, dtype, weak=False: f"np.asarray({x}).astype(np.{np.dtype(dtype).name})",
+    emit_array_api=lambda x, *, dtype, weak=False: (
+        f"np.astype({x}, np.dtype({np.dtype(dtype).name!r}))"
+    ),
     vjp_reads=READS_NOTHING,
     # a copy in its input's stride order (np.empty_like), which for a broadcast input
     # differs from the iterator's: C order only from C order

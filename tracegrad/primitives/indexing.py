@@ -446,6 +446,9 @@ scatter_add_p = Primitive(
     vjp=_scatter_add_vjp,
     batch=_scatter_add_batch,
     emit=_scatter_add_emit,
+    emit_array_api=lambda updates, *arrays, shape, index: (
+        f"np.tg_scatter_add({shape!r}, ({_emit_index(index, arrays, False)}), {updates})"
+    ),
     vjp_reads=READS_INDICES,
     layout=Layout.C,
     taylor=series.LINEAR,

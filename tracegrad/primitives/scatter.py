@@ -237,6 +237,11 @@ def _emit(mode, x, updates, *arrays, index, unique):
     return f"(lambda _o: (np.{ufunc}.at(_o, ({where}), {updates}), _o)[1])({copy})"
 
 
+def _emit_array_api(mode, x, updates, *arrays, index, unique):
+    where = _emit_index(index, arrays, False)
+    return f"np.tg_scatter({mode!r}, {x}, ({where}), {updates})"
+
+
 def _primitive(name: str, mode: str) -> Primitive:
     return Primitive(
         name,
@@ -246,6 +251,7 @@ def _primitive(name: str, mode: str) -> Primitive:
         vjp=functools.partial(_vjp, mode),
         batch=functools.partial(_batch, mode),
         emit=functools.partial(_emit, mode),
+        emit_array_api=functools.partial(_emit_array_api, mode),
         vjp_reads=READS_ALL,
         layout=Layout.C,
         taylor=_multiply_at_taylor if mode == "multiply" else series.LINEAR,

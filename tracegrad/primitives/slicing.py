@@ -211,6 +211,11 @@ def _pad_strided_emit(x, *, shape, starts, strides):
     )
 
 
+def _pad_strided_emit_array_api(x, *, shape, starts, strides):
+    # the shape of x is known here: the window's bounds are literals
+    return f"np.tg_pad_strided({x}, {shape!r}, {starts!r}, {strides!r})"
+
+
 @unary_batch
 def _pad_strided_batch(x, dim, *, shape, starts, strides):
     size = shape_of(x)[dim]
@@ -227,6 +232,7 @@ pad_strided_p = Primitive(
     vjp=_pad_strided_vjp,
     batch=_pad_strided_batch,
     emit=_pad_strided_emit,
+    emit_array_api=_pad_strided_emit_array_api,
     vjp_reads=READS_NOTHING,
     layout=Layout.C,
     taylor=series.LINEAR,

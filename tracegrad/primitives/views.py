@@ -142,6 +142,7 @@ transpose_p = Primitive(
     vjp=_transpose_vjp,
     batch=_transpose_batch,
     emit=lambda x, *, axes: _transpose_text(x, axes),
+    emit_array_api=lambda x, *, axes: f"np.transpose({x}, {axes!r})",
     vjp_reads=READS_NOTHING,
     layout=Layout.PERMUTED,
     torch_name="PermuteBackward0",

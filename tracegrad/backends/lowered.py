@@ -1,0 +1,354 @@
+"""The NumPy names generated code calls, lowered to another array library's namespace.
+
+The code generator writes one NumPy call per node (`np.sin(a)`, `np.add.reduce(b, axis=(0,),
+keepdims=False)`). For NumPy that text runs as it is. For another library the same text runs
+with `np` bound to a namespace built here (`namespace(names)`) holding exactly the names the
+function calls, each resolved in this order:
+
+1. a function of this module written for the name (`LOWERED`): what the Python array API
+   standard lacks or spells differently in its arguments (`add.reduce` is `sum`, `dot`,
+   `expand_dims` over several axes), and the functional forms of the writes NumPy does in
+   place (`scatter`, `pad_strided`), per library where the libraries differ;
+2. the standard's name for it where only the name differs (`RENAMED`: `arccos` -> `acos`);
+3. the name itself in the array-API namespace `xp` (`array_api_compat`'s for the library);
+4. the name in the library's own module `lib` (`dask.array.einsum`, `jax.numpy.pad`) for the
+   functions the standard does not have but the library does.
+
+A name none of these resolves has no lowering for that library: `resolve` raises KeyError and
+the code generator turns it into an error naming the primitive and the library.
+
+This module is self-contained on purpose (it imports only NumPy, for dtypes): `export(...,
+xp="jax.numpy")` writes its text into the exported module, which then runs without
+tracegrad. `bind(xp, lib, name)` sets the library for the functions below; the code generator
+loads one copy of this text per library.
+"""
+
+import importlib
+
+import numpy
+
+xp = None  # the array-API namespace (bound by `bind`)
+lib = None  # the library's own module: dask.array, jax.numpy, cupy, array_api_strict
+LIB = ""  # its name: "dask", "jax", "cupy", "array_api_strict"
+
+
+def bind(xp_, lib_, name):
+    global xp, lib, LIB
+    xp, lib, LIB = xp_, lib_, name
+
+
+# -- the standard's names for NumPy's -------------------------------------------------------
+
+RENAMED = {
+    "arccos": "acos",
+    "arccosh": "acosh",
+    "arcsin": "asin",
+    "arcsinh": "asinh",
+    "arctan": "atan",
+    "arctanh": "atanh",
+    "arctan2": "atan2",
+    "power": "pow",
+    "conjugate": "conj",
+    "absolute": "abs",
+    "fabs": "abs",
+    "rint": "round",
+    "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+    "concatenate": "concat",
+    "bool_": "bool",
+}
+
+# -- functions the standard lacks or calls with other arguments -----------------------------
+
+
+def dtype(name):
+    # generated code writes a dtype param as np.dtype('float64')
+    return getattr(xp, name) if LIB == "array_api_strict" else numpy.dtype(name)
+
+
+def add_reduce(x, axis=None, keepdims=False):
+    return xp.sum(x, axis=axis, keepdims=keepdims)
+
+
+def multiply_reduce(x, axis=None, keepdims=False):
+    return xp.prod(x, axis=axis, keepdims=keepdims)
+
+
+def maximum_reduce(x, axis=None, keepdims=False):
+    return xp.max(x, axis=axis, keepdims=keepdims)
+
+
+def minimum_reduce(x, axis=None, keepdims=False):
+    return xp.min(x, axis=axis, keepdims=keepdims)
+
+
+def asarray(x, dtype=None):
+    return xp.asarray(x) if dtype is None else xp.asarray(x, dtype=dtype)
+
+
+def array(x, copy=True, order="C"):
+    return xp.asarray(x, copy=True) if LIB == "array_api_strict" else xp.asarray(x)
+
+
+def astype(x, dtype):
+    return xp.astype(xp.asarray(x), dtype)
+
+
+def ascontiguousarray(x):
+    return x  # memory layout is the library's business
+
+
+def expand_dims(x, axis):
+    if isinstance(axis, int):
+        return xp.expand_dims(x, axis=axis)
+    rank = x.ndim + len(axis)
+    where = sorted(a % rank for a in axis)
+    shape = list(x.shape)
+    for a in where:
+        shape.insert(a, 1)
+    return xp.reshape(x, tuple(shape))
+
+
+def squeeze(x, axis=None):
+    return xp.squeeze(x, axis=tuple(range(x.ndim)) if axis is None else axis)
+
+
+def transpose(x, axes=None):
+    axes = tuple(range(x.ndim))[::-1] if axes is None else axes
+    return xp.permute_dims(x, tuple(axes))
+
+
+def dot(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        return xp.multiply(a, b)
+    if b.ndim <= 2:
+        return xp.matmul(a, b)
+    return xp.tensordot(a, b, axes=((a.ndim - 1,), (b.ndim - 2,)))
+
+
+def reciprocal(x):
+    return xp.divide(1, x)
+
+
+def deg2rad(x):
+    return xp.multiply(x, numpy.pi / 180)
+
+
+def rad2deg(x):
+    return xp.multiply(x, 180 / numpy.pi)
+
+
+def exp2(x):
+    return xp.pow(2, x)
+
+
+def cumsum(x, axis=None):
+    return xp.cumulative_sum(x, axis=axis)
+
+
+def cumprod(x, axis=None):
+    return xp.cumulative_prod(x, axis=axis)
+
+
+def split(x, indices, axis=0):
+    bounds = [0, *indices, x.shape[axis]]
+    where = [slice(None)] * x.ndim
+    parts = []
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        where[axis] = slice(start, stop)
+        parts.append(x[tuple(where)])
+    return parts
+
+
+def einsum(subscripts, *operands, optimize=False, dtype=None):
+    out = lib.einsum(subscripts, *operands)
+    return out if dtype is None else xp.astype(out, dtype)
+
+
+# -- the writes NumPy does in place, as functions of the array written into ----------------
+
+
+def pad_strided(x, shape, starts, strides):
+    """zeros of `shape` with `x` in the strided window at `starts` (the vjp of a slice)."""
+    x = xp.asarray(x)
+    where = tuple(slice(s, s + k * n, k) for s, k, n in zip(starts, strides, x.shape))
+    out = xp.zeros(shape, dtype=x.dtype)
+    if LIB == "jax":
+        return out.at[where].set(x)
+    out[where] = x
+    return out
+
+
+def scatter(mode, x, where, updates):
+    """x with `updates` combined at `where` ("set", "add", "multiply", "min", "max"),
+    repeated indices accumulating as NumPy's `ufunc.at` does."""
+    if LIB == "jax":
+        ref = x.at[where]
+        return {
+            "set": ref.set,
+            "add": ref.add,
+            "multiply": ref.multiply,
+            "min": ref.min,
+            "max": ref.max,
+        }[mode](updates)
+    if LIB == "dask":
+        return _dask_scatter(mode, x, where, updates)
+    if LIB == "cupy":
+        cupyx = importlib.import_module("cupyx")
+        out = x.copy()
+        if mode == "set":
+            out[where] = updates
+        elif mode == "add":
+            cupyx.scatter_add(out, where, updates)
+        elif mode == "max":
+            cupyx.scatter_max(out, where, updates)
+        elif mode == "min":
+            cupyx.scatter_min(out, where, updates)
+        else:
+            raise NotImplementedError("cupy has no scatter-multiply (np.multiply.at)")
+        return out
+    raise NotImplementedError(f"{LIB} has no scatter ({mode} at an index)")
+
+
+def _dask_scatter(mode, x, where, updates):
+    # in one chunk: an index may send any update to any place of the result, so the result
+    # is built by NumPy's ufunc.at in one task (listed in the docs among the operations that
+    # gather their operands into one chunk)
+    arrays = [x, updates, *(w for w in where if hasattr(w, "dtype"))]
+    places = [i for i, w in enumerate(where) if hasattr(w, "dtype")]
+    index = list(where)
+
+    def run(x, updates, *index_arrays):
+        out = numpy.array(x, copy=True)
+        full = list(index)
+        for i, arr in zip(places, index_arrays):
+            full[i] = arr
+        if mode == "set":
+            out[tuple(full)] = updates
+        else:
+            ufunc = {
+                "add": numpy.add,
+                "multiply": numpy.multiply,
+                "min": numpy.minimum,
+                "max": numpy.maximum,
+            }
+            ufunc[mode].at(out, tuple(full), updates)
+        return out
+
+    one = [lib.asarray(a).rechunk(-1) if a.ndim else lib.asarray(a) for a in arrays]
+    chunks = tuple((d,) for d in x.shape)
+    meta = numpy.empty((0,) * x.ndim, x.dtype)
+    return lib.map_blocks(run, *one, dtype=x.dtype, chunks=chunks, meta=meta)
+
+
+def scatter_add(shape, where, updates):
+    """zeros of `shape` with `updates` added at `where` (NumPy's np.add.at on zeros)."""
+    updates = xp.asarray(updates)
+    return scatter("add", xp.zeros(shape, dtype=updates.dtype), where, updates)
+
+
+def insert(x, index, value, axis):
+    # only the form the cumulative primitives write: `value` before the first element
+    if index != 0:
+        raise NotImplementedError("np.insert is lowered only at index 0")
+    shape = list(x.shape)
+    shape[axis] = 1
+    return xp.concat([xp.full(tuple(shape), value, dtype=x.dtype), x], axis=axis)
+
+
+def delete(x, index, axis):
+    # only the form the cumulative primitives write: drop the last element
+    if index != -1:
+        raise NotImplementedError("np.delete is lowered only at index -1")
+    where = [slice(None)] * x.ndim
+    where[axis] = slice(0, x.shape[axis] - 1)
+    return x[tuple(where)]
+
+
+LOWERED = {
+    "dtype": dtype,
+    "add.reduce": add_reduce,
+    "multiply.reduce": multiply_reduce,
+    "maximum.reduce": maximum_reduce,
+    "minimum.reduce": minimum_reduce,
+    "asarray": asarray,
+    "array": array,
+    "astype": astype,
+    "ascontiguousarray": ascontiguousarray,
+    "expand_dims": expand_dims,
+    "squeeze": squeeze,
+    "transpose": transpose,
+    "dot": dot,
+    "reciprocal": reciprocal,
+    "deg2rad": deg2rad,
+    "rad2deg": rad2deg,
+    "exp2": exp2,
+    "cumsum": cumsum,
+    "cumprod": cumprod,
+    "split": split,
+    "einsum": einsum,
+    "insert": insert,
+    "delete": delete,
+    "True_": True,
+    "False_": False,
+    # the functional writes (written by the backend emit rules, never by NumPy's)
+    "tg_pad_strided": pad_strided,
+    "tg_scatter": scatter,
+    "tg_scatter_add": scatter_add,
+}
+
+# what needs the library's own function even where the standard has the name: `einsum`
+# reads `lib`, and a library without einsum (array_api_strict) has no lowering for it
+NEEDS_LIB = {"einsum": "einsum", "tg_scatter": None, "tg_scatter_add": None}
+
+
+def resolve(name):
+    """The lowering of NumPy's (dotted) `name` for the bound library; KeyError if none."""
+    if name in NEEDS_LIB:
+        needed = NEEDS_LIB[name]
+        if needed is not None and not hasattr(lib, needed):
+            raise KeyError(name)
+        if needed is None and LIB not in ("jax", "dask", "cupy"):
+            raise KeyError(name)
+    if name in LOWERED:
+        return LOWERED[name]
+    for space in (xp, lib):
+        value = space
+        for part in RENAMED.get(name, name).split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                break
+        if value is not None:
+            return value
+    raise KeyError(name)
+
+
+class _Names:
+    """A namespace of lowered names; a name that is also a prefix (`add` beside
+    `add.reduce`) is callable and holds its children as attributes."""
+
+    def __init__(self, call=None):
+        self._call = call
+
+    def __call__(self, *args, **kwargs):
+        return self._call(*args, **kwargs)
+
+
+def namespace(names):
+    """The object generated code reads as `np`, holding exactly `names` (dotted)."""
+    root = _Names()
+    for name in sorted(names, key=lambda n: n.count(".")):
+        node = root
+        *head, last = name.split(".")
+        for part in head:
+            child = getattr(node, part, None)
+            if not isinstance(child, _Names):
+                child = _Names(child)
+                setattr(node, part, child)
+            node = child
+        if not isinstance(getattr(node, last, None), _Names):
+            setattr(node, last, resolve(name))
+        else:
+            getattr(node, last)._call = resolve(name)
+    return root
