@@ -35,6 +35,9 @@ ORACLES = {
     "autograd": ("autograd", "autograd.numpy"),
     "scipy": ("scipy.differentiate", "scipy.optimize", "scipy.special"),
     "sympy": ("sympy",),
+    # the backends (tests/backends): not oracles, but their tests must not skip in CI either
+    "dask": ("dask.array", "distributed"),
+    "array-api-strict": ("array_api_compat", "array_api_strict"),
 }
 
 

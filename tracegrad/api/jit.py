@@ -30,7 +30,12 @@ import numpy as np
 
 from tracegrad import config, tree
 from tracegrad.api.common import merge_static, name_of, split_static, trace_flat, trace_function
-from tracegrad.backends.libraries import BackendError, backend_of, library_of
+from tracegrad.backends.libraries import (
+    BackendError,
+    backend_for_namespace,
+    backend_of,
+    library_of,
+)
 from tracegrad.codegen import compile_graph, source
 from tracegrad.core import Tracer
 from tracegrad.interpret import eval_graph
@@ -176,11 +181,23 @@ class Lowered:
         """Predicted peak bytes of live intermediates while the generated code runs."""
         return self._compiled.memory if self._compiled is not None else peak_bytes(self.graph)
 
-    def export(self, path) -> Path:
+    def export(self, path, xp: str = "numpy") -> Path:
         """Write a standalone module (NumPy only; array constants in an .npz beside it) whose
         function takes the flat array arguments, in order, and returns `f`'s outputs in `f`'s
-        structure (tuples, lists, dicts). Returns the module's path."""
-        return (self._compiled or compile_graph(self.graph)).export(path, self._out_tree)
+        structure (tuples, lists, dicts). Returns the module's path.
+
+        `xp` names the array namespace the module runs on: "numpy", or "jax.numpy" (its
+        function then runs under `jax.jit`, on GPU and TPU, with JAX's sharding), "dask.array",
+        "cupy", "array_api_strict" (see docs/backends.md); the module needs that library and
+        NumPy, not tracegrad."""
+        backend = backend_for_namespace(xp)
+        if backend is None:
+            compiled = self._compiled
+            if compiled is None or compiled.backend is not None:
+                compiled = compile_graph(self.graph)
+        else:
+            compiled = compile_graph(self.graph, backend=backend)
+        return compiled.export(path, self._out_tree)
 
     def __repr__(self) -> str:
         return f"<Lowered {self.graph.name}: {len(self.graph.nodes)} nodes>"

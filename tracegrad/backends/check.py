@@ -1,5 +1,7 @@
 """What the code generator asks of a backend for each node: the NumPy names its text calls,
-each with a lowering, or an error that names the primitive, the name and the library."""
+each with a lowering, or an error that names the primitive, the name and the library; and
+the operands of a ufunc cast to the loop NumPy would run, where NumPy promotes across kinds
+(an int64 array beside a float64 one) and the array API standard does not."""
 
 from __future__ import annotations
 
@@ -53,3 +55,30 @@ def lowered_names(prim, backend, lines: list[str]) -> set[str]:
                 )
             names.add(name)
     return names
+
+
+_WEAK = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def promoted_args(node, args: list[str]) -> list[str]:
+    """`args` of a ufunc node, each operand whose dtype differs from the loop NumPy picks for
+    these operands (`ufunc.resolve_dtypes`, Python scalars weak as NEP 50 has them) cast to
+    it: the same values NumPy computes, written so a library that promotes only within a
+    kind (array_api_strict) takes them."""
+    ufunc = node.prim.impl
+    if not isinstance(ufunc, np.ufunc) or ufunc.nin < 2:
+        return args
+    avals = [e.aval for e in node.inputs]
+    weak = [a.weak_type and not a.shape for a in avals]
+    key = tuple(_WEAK[a.dtype.kind] if w else a.dtype for a, w in zip(avals, weak))
+    try:
+        loop = ufunc.resolve_dtypes(key + (None,) * ufunc.nout)
+    except (TypeError, ValueError):  # no loop: the impl would refuse these dtypes too
+        return args
+    out = []
+    for a, w, name, want in zip(avals, weak, args, loop):
+        if a.dtype == want or (w and a.dtype.kind == want.kind):
+            out.append(name)
+        else:
+            out.append(f"np.astype({name}, np.dtype({want.name!r}))")
+    return out

@@ -110,6 +110,12 @@ def expand_dims(x, axis):
     return xp.reshape(x, tuple(shape))
 
 
+def flip(x, axis=None):
+    if axis == ():  # NumPy flips over no axes: x itself
+        return x
+    return xp.flip(x, axis=axis)
+
+
 def squeeze(x, axis=None):
     return xp.squeeze(x, axis=tuple(range(x.ndim)) if axis is None else axis)
 
@@ -151,6 +157,22 @@ def cumprod(x, axis=None):
     return xp.cumulative_prod(x, axis=axis)
 
 
+def broadcast_to(x, shape):
+    if LIB != "dask":
+        return xp.broadcast_to(x, shape)
+    # dask makes a new axis one chunk: a scalar spread over a batch of 10^7 rows would then
+    # be one chunk of 10^7 elements in the next elementwise step. Axes x has keep its chunks;
+    # new and stretched ones get dask's automatic sizes.
+    x = lib.asarray(x)
+    lead = len(shape) - x.ndim
+    chunks = tuple(
+        "auto" if i < lead or x.shape[i - lead] != n else x.chunks[i - lead]
+        for i, n in enumerate(shape)
+    )
+    chunks = lib.core.normalize_chunks(chunks, tuple(shape), dtype=x.dtype)
+    return lib.broadcast_to(x, tuple(shape), chunks=chunks)
+
+
 def split(x, indices, axis=0):
     bounds = [0, *indices, x.shape[axis]]
     where = [slice(None)] * x.ndim
@@ -167,6 +189,33 @@ def einsum(subscripts, *operands, optimize=False, dtype=None):
 
 
 # -- the writes NumPy does in place, as functions of the array written into ----------------
+
+
+def getitem(x, index):
+    """x[index] with NumPy's meaning. dask, JAX and CuPy index as NumPy does; the standard
+    (array_api_strict) asks for a trailing ellipsis where an index covers fewer axes than x
+    has, and has one advanced form, written here as `take`: one 1-d integer array, every
+    other axis taken whole."""
+    if LIB != "array_api_strict":
+        return x[index]
+    arrays = [k for k, item in enumerate(index) if hasattr(item, "dtype")]
+    if not arrays:  # (identity tests: `in` would compare arrays with ==)
+        return x[index if any(i is Ellipsis for i in index) else (*index, Ellipsis)]
+    whole = all(
+        isinstance(item, slice)
+        and item.start in (0, None)
+        and item.step in (1, None)
+        and (item.stop is None or item.stop >= x.shape[k])
+        for k, item in enumerate(index)
+        if k not in arrays
+    )
+    if len(arrays) == 1 and whole and index[arrays[0]].ndim == 1:
+        return xp.take(x, index[arrays[0]], axis=arrays[0])
+    raise NotImplementedError(
+        f"getitem: the index {index!r} is outside what the array API standard indexes (one "
+        "1-d integer array with every other axis whole, or slices and integers); index this "
+        "way on NumPy, dask, JAX or CuPy arrays"
+    )
 
 
 def pad_strided(x, shape, starts, strides):
@@ -236,10 +285,8 @@ def _dask_scatter(mode, x, where, updates):
             ufunc[mode].at(out, tuple(full), updates)
         return out
 
-    one = [lib.asarray(a).rechunk(-1) if a.ndim else lib.asarray(a) for a in arrays]
-    chunks = tuple((d,) for d in x.shape)
-    meta = numpy.empty((0,) * x.ndim, x.dtype)
-    return lib.map_blocks(run, *one, dtype=x.dtype, chunks=chunks, meta=meta)
+    task = importlib.import_module("dask").delayed(run, pure=True)(*arrays)
+    return lib.from_delayed(task, shape=tuple(x.shape), dtype=x.dtype)
 
 
 def scatter_add(shape, where, updates):
@@ -278,6 +325,7 @@ LOWERED = {
     "ascontiguousarray": ascontiguousarray,
     "expand_dims": expand_dims,
     "squeeze": squeeze,
+    "flip": flip,
     "transpose": transpose,
     "dot": dot,
     "reciprocal": reciprocal,
@@ -287,6 +335,7 @@ LOWERED = {
     "cumsum": cumsum,
     "cumprod": cumprod,
     "split": split,
+    "broadcast_to": broadcast_to,
     "einsum": einsum,
     "insert": insert,
     "delete": delete,
@@ -294,6 +343,7 @@ LOWERED = {
     "False_": False,
     # the functional writes (written by the backend emit rules, never by NumPy's)
     "tg_pad_strided": pad_strided,
+    "tg_getitem": getitem,
     "tg_scatter": scatter,
     "tg_scatter_add": scatter_add,
 }

@@ -13,7 +13,7 @@ import reprlib
 
 import attrs
 
-from tracegrad.backends.check import lowered_names, lowering_error
+from tracegrad.backends.check import lowered_names, lowering_error, promoted_args
 from tracegrad.codegen.buffers import _plan_buffers, _plan_donations
 from tracegrad.codegen.chunks import SEGMENT_NODES, segmented_body, wants_segments
 from tracegrad.codegen.literals import _param_text, _Params, _scalar_text
@@ -219,8 +219,10 @@ class _Generator:
         if buf is not None:  # a plain ufunc (see takes_out)
             call = f"np.{prim.impl.__name__}({', '.join(args)}, out={self.names[buf][0]})"
             return [f"    {targets[0]} = {call}"]
-        expr = _scalar_operator(node, args)
         backend = self.backend
+        if backend is not None:
+            args = promoted_args(node, args)
+        expr = _scalar_operator(node, args)
         if expr is None:
             if prim.emit is None:
                 if backend is not None:

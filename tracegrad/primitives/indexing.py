@@ -351,6 +351,9 @@ gather_p = Primitive(
     vjp=_gather_vjp,
     batch=_gather_batch,
     emit=lambda x, *arrays, index: f"{x}[{_emit_index(index, arrays, True)}]",
+    emit_array_api=lambda x, *arrays, index: (
+        f"np.tg_getitem({x}, ({_emit_index(index, arrays, False)}))"
+    ),
     vjp_reads=READS_INDICES,
     torch_name="IndexBackward0",
     taylor=series.LINEAR,
