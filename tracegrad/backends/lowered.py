@@ -173,6 +173,20 @@ def broadcast_to(x, shape):
     return lib.broadcast_to(x, tuple(shape), chunks=chunks)
 
 
+def reshape(x, shape):
+    if LIB != "dask":
+        return xp.reshape(x, shape)
+    try:
+        return lib.reshape(x, shape)
+    except NotImplementedError:
+        raise NotImplementedError(
+            f"reshape: dask cannot reshape an array of shape {x.shape} with chunks {x.chunks} "
+            f"to {shape} without gathering a chunked axis into one chunk, which tracegrad "
+            "does not do silently; chunk the input so that the reshape splits or merges "
+            "whole chunks (or rechunk it)"
+        ) from None
+
+
 def split(x, indices, axis=0):
     bounds = [0, *indices, x.shape[axis]]
     where = [slice(None)] * x.ndim
@@ -335,6 +349,7 @@ LOWERED = {
     "cumsum": cumsum,
     "cumprod": cumprod,
     "split": split,
+    "reshape": reshape,
     "broadcast_to": broadcast_to,
     "einsum": einsum,
     "insert": insert,

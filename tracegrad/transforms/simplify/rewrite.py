@@ -115,6 +115,7 @@ class _Pass:
         self.table: dict = {}  # CSE: key -> node
         self.consts: dict = {}  # const key -> canonical const node
         self.out_nodes = {e.node for e in graph.outputs}
+        self.readers: dict[Node, int] | None = None  # reads per node, counted when needed
         self.facts: dict = {}  # (const node, predicate) -> bool, computed once
         self.created = 0  # nodes made by rules (not yet simplified themselves)
         # a loop whose body extends another loop's (the forward scan of a vjp): see `merged`
@@ -166,6 +167,17 @@ class _Pass:
             return
         if self.rules and len(ins) > 1 and node.prim.layout is lay.Layout.ELEMENTWISE:
             ins = self.unbroadcast(node, ins)
+        if (
+            self.rules
+            and len(ins) == 1
+            and ins[0].node.prim is bc.broadcast_to_p
+            and self.only_reader(node)
+        ):
+            hoisted = self.hoist_broadcast(node, ins[0])
+            if hoisted is not None:
+                provenance.inherit(node, hoisted.node)  # tracegrad.diagnostics: the user's line
+                self.new[node] = (hoisted,)
+                return
         if self.fold:
             folded = self.try_fold(node, ins)
             if folded is not None:
@@ -211,6 +223,36 @@ class _Pass:
             if np.broadcast_shapes(*(t.aval.shape for t in trial)) == shape:
                 new = trial
         return ins if new is None else tuple(new)
+
+    def only_reader(self, node: Node) -> bool:
+        """Whether `node`'s one input is a `broadcast_to` that nothing else reads (so moving
+        it after the node adds no node)."""
+        b = node.inputs[0].node
+        if b.prim is not bc.broadcast_to_p or b in self.out_nodes:
+            return False
+        if self.readers is None:
+            self.readers = {}
+            for n in self.graph.nodes:
+                for e in n.inputs:
+                    self.readers[e.node] = self.readers.get(e.node, 0) + 1
+        return self.readers.get(b, 0) == 1
+
+    def hoist_broadcast(self, node: Node, b: Edge) -> Edge | None:
+        """A unary elementwise node on `broadcast_to(x)` as `broadcast_to(node(x))`: the same
+        values, computed on x's elements only, and still a broadcast that `unbroadcast` folds
+        into the elementwise node reading it (the negated 1/n of a mean's gradient, which was
+        an array of the loss's size: under dask, one chunk of the whole batch)."""
+        prim = node.prim
+        if prim.layout is not lay.Layout.ELEMENTWISE or prim.effect or prim.multiple_results:
+            return None
+        x = b.node.inputs[0]
+        if x.aval.dtype != b.aval.dtype or x.aval.weak_type != b.aval.weak_type:
+            return None
+        out = node.out_avals[0]
+        inner = self.make(prim, (x,), node.params, Aval(x.aval.shape, out.dtype, out.weak_type))
+        if inner is None:
+            return None
+        return self.make(bc.broadcast_to_p, (inner,), {"shape": out.shape}, out)
 
     def visit_holder(self, node: Node, ins) -> None:
         """A node holding sub-graphs: its sub-graphs simplified (each on its own: nothing is
