@@ -24,6 +24,7 @@ loads one copy of this text per library.
 """
 
 import importlib
+import math
 
 import numpy
 
@@ -147,6 +148,30 @@ def rad2deg(x):
 
 def exp2(x):
     return xp.pow(2, x)
+
+
+def fmax(a, b):
+    # the larger, ignoring a NaN beside a number (NaN only where both are)
+    return xp.where(xp.isnan(b), a, xp.where(xp.isnan(a), b, xp.maximum(a, b)))
+
+
+def fmin(a, b):
+    return xp.where(xp.isnan(b), a, xp.where(xp.isnan(a), b, xp.minimum(a, b)))
+
+
+def fmod(a, b):
+    # C's fmod takes the dividend's sign; the standard's remainder takes the divisor's, and
+    # is exact on magnitudes
+    r = xp.remainder(xp.abs(a), xp.abs(b))
+    if xp.isdtype(r.dtype, "real floating"):
+        return xp.copysign(r, a)
+    return xp.where(a < 0, -r, r)
+
+
+def logaddexp2(a, b):
+    m = xp.maximum(a, b)
+    tail = xp.log1p(xp.pow(2.0, -xp.abs(a - b))) / math.log(2)
+    return xp.where(a == b, a + 1, m + tail)  # (equal infinities: a + 1 is a)
 
 
 def cumsum(x, axis=None):
@@ -347,6 +372,10 @@ LOWERED = {
     "rad2deg": rad2deg,
     "exp2": exp2,
     "cumsum": cumsum,
+    "fmax": fmax,
+    "fmin": fmin,
+    "fmod": fmod,
+    "logaddexp2": logaddexp2,
     "cumprod": cumprod,
     "split": split,
     "reshape": reshape,
