@@ -46,6 +46,13 @@ def lowered_names(prim, backend, lines: list[str]) -> set[str]:
         for name in _NP_NAME.findall(line):
             # a dotted chain may end in an attribute of the result (np.add.reduce(...).T
             # does not occur; np.linalg.solve does): the longest prefix that resolves
+            if not backend.resolves(name) and name.startswith("tg_"):  # (lowered.LOWERED)
+                raise lowering_error(
+                    prim,
+                    backend,
+                    f"its code needs {name[3:].replace('_', ' ')}, which the "
+                    "array API standard lacks and tracegrad lowers for dask, JAX and CuPy only",
+                )
             if not backend.resolves(name):
                 raise lowering_error(
                     prim,

@@ -68,20 +68,31 @@ def dtype(name):
     return getattr(xp, name) if LIB == "array_api_strict" else numpy.dtype(name)
 
 
+def _reduce(name, x, axis, keepdims):
+    if LIB == "dask" and 0 in x.shape:
+        # dask's reductions get the shapes of empty arrays wrong; an empty array holds no
+        # values, so NumPy's result on a stand-in of its shape (no memory) is the result
+        empty = numpy.zeros(x.shape, numpy.dtype(x.dtype))
+        return lib.asarray(getattr(numpy, name)(empty, axis=axis, keepdims=keepdims))
+    if axis == () and name in ("max", "min"):  # over no axes: x itself
+        return x
+    return getattr(xp, name)(x, axis=axis, keepdims=keepdims)
+
+
 def add_reduce(x, axis=None, keepdims=False):
-    return xp.sum(x, axis=axis, keepdims=keepdims)
+    return _reduce("sum", x, axis, keepdims)
 
 
 def multiply_reduce(x, axis=None, keepdims=False):
-    return xp.prod(x, axis=axis, keepdims=keepdims)
+    return _reduce("prod", x, axis, keepdims)
 
 
 def maximum_reduce(x, axis=None, keepdims=False):
-    return xp.max(x, axis=axis, keepdims=keepdims)
+    return _reduce("max", x, axis, keepdims)
 
 
 def minimum_reduce(x, axis=None, keepdims=False):
-    return xp.min(x, axis=axis, keepdims=keepdims)
+    return _reduce("min", x, axis, keepdims)
 
 
 def asarray(x, dtype=None):
@@ -174,6 +185,16 @@ def logaddexp2(a, b):
     return xp.where(a == b, a + 1, m + tail)  # (equal infinities: a + 1 is a)
 
 
+def sort(x, axis=-1, kind=None):
+    # NumPy's default kind orders ties as it likes; the standard's unstable sort may order
+    # them otherwise (the sorted values are the same)
+    return xp.sort(x, axis=axis, stable=kind == "stable")
+
+
+def argsort(x, axis=-1, kind=None):
+    return xp.argsort(x, axis=axis, stable=kind == "stable")
+
+
 def cumsum(x, axis=None):
     return xp.cumulative_sum(x, axis=axis)
 
@@ -233,13 +254,17 @@ def einsum(subscripts, *operands, optimize=False, dtype=None):
 def getitem(x, index):
     """x[index] with NumPy's meaning. dask, JAX and CuPy index as NumPy does; the standard
     (array_api_strict) asks for a trailing ellipsis where an index covers fewer axes than x
-    has, and has one advanced form, written here as `take`: one 1-d integer array, every
-    other axis taken whole."""
+    has, and has two advanced forms: an integer array for every axis, and (written as `take`)
+    one 1-d integer array with every other axis taken whole."""
+    if LIB == "dask":
+        return _dask_getitem(x, index)
     if LIB != "array_api_strict":
         return x[index]
     arrays = [k for k, item in enumerate(index) if hasattr(item, "dtype")]
     if not arrays:  # (identity tests: `in` would compare arrays with ==)
         return x[index if any(i is Ellipsis for i in index) else (*index, Ellipsis)]
+    if len(arrays) == len(index) == x.ndim:  # an integer array for every axis: standard
+        return x[index]
     whole = all(
         isinstance(item, slice)
         and item.start in (0, None)
@@ -252,9 +277,42 @@ def getitem(x, index):
         return xp.take(x, index[arrays[0]], axis=arrays[0])
     raise NotImplementedError(
         f"getitem: the index {index!r} is outside what the array API standard indexes (one "
-        "1-d integer array with every other axis whole, or slices and integers); index this "
+        "1-d integer array with every other axis whole, integer arrays for every axis, or "
+        "slices and integers); index this "
         "way on NumPy, dask, JAX or CuPy arrays"
     )
+
+
+def _dask_getitem(x, index):
+    # dask indexes as NumPy does, except two corners its own code gets wrong: an empty
+    # integer array (the result is empty: zeros of NumPy's shape for it, from a zero-strided
+    # stand-in of x) and a new axis beside an integer array (inserted into x first, then
+    # taken whole by a slice)
+    arrays = [i for i in index if hasattr(i, "dtype")]
+    if not arrays:
+        return x[index]
+    if any(a.size == 0 for a in arrays):
+        shape = numpy.broadcast_to(numpy.zeros((), x.dtype), x.shape)[index].shape
+        return lib.zeros(shape, dtype=x.dtype)
+    if all(i is not None for i in index) or any(a.dtype == bool for a in arrays):
+        return x[index]
+    consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+    shape, taken, axis = [], [], 0
+    for item in index:
+        if item is None:
+            shape.append(1)
+            taken.append(slice(None))
+        elif item is Ellipsis:
+            rest = x.ndim - consumed
+            shape.extend(x.shape[axis : axis + rest])
+            axis += rest
+            taken.append(Ellipsis)
+        else:
+            shape.append(x.shape[axis])
+            axis += 1
+            taken.append(item)
+    shape.extend(x.shape[axis:])
+    return lib.reshape(x, tuple(shape))[tuple(taken)]
 
 
 def pad_strided(x, shape, starts, strides):
@@ -262,6 +320,8 @@ def pad_strided(x, shape, starts, strides):
     x = xp.asarray(x)
     where = tuple(slice(s, s + k * n, k) for s, k, n in zip(starts, strides, x.shape))
     out = xp.zeros(shape, dtype=x.dtype)
+    if x.size == 0:  # (dask refuses to assign an empty value)
+        return out
     if LIB == "jax":
         return out.at[where].set(x)
     out[where] = x
@@ -296,7 +356,20 @@ def scatter(mode, x, where, updates):
         else:
             raise NotImplementedError("cupy has no scatter-multiply (np.multiply.at)")
         return out
+    if mode == "add":
+        return _one_hot_scatter_add(x, where, updates)
     raise NotImplementedError(f"{LIB} has no scatter ({mode} at an index)")
+
+
+def _one_hot_scatter_add(x, where, updates):
+    # the standard's only accumulating write is a matrix product: each update times a one-hot
+    # row of the place it goes (k x n memory for k updates into n places: small arrays only)
+    n = math.prod(x.shape)
+    places = getitem(xp.reshape(xp.arange(n), x.shape), where)
+    updates = xp.broadcast_to(xp.asarray(updates, dtype=x.dtype), places.shape)
+    one_hot = xp.astype(xp.reshape(places, (-1, 1)) == xp.arange(n), x.dtype)
+    added = xp.matmul(xp.reshape(updates, (1, -1)), one_hot)
+    return x + xp.reshape(added, x.shape)
 
 
 def _dask_scatter(mode, x, where, updates):
@@ -358,6 +431,8 @@ LOWERED = {
     "multiply.reduce": multiply_reduce,
     "maximum.reduce": maximum_reduce,
     "minimum.reduce": minimum_reduce,
+    "max": maximum_reduce,
+    "min": minimum_reduce,
     "asarray": asarray,
     "array": array,
     "astype": astype,
@@ -372,6 +447,8 @@ LOWERED = {
     "rad2deg": rad2deg,
     "exp2": exp2,
     "cumsum": cumsum,
+    "sort": sort,
+    "argsort": argsort,
     "fmax": fmax,
     "fmin": fmin,
     "fmod": fmod,
@@ -394,7 +471,7 @@ LOWERED = {
 
 # what needs the library's own function even where the standard has the name: `einsum`
 # reads `lib`, and a library without einsum (array_api_strict) has no lowering for it
-NEEDS_LIB = {"einsum": "einsum", "tg_scatter": None, "tg_scatter_add": None}
+NEEDS_LIB = {"einsum": "einsum", "tg_scatter": None}
 
 
 def resolve(name):
@@ -403,7 +480,7 @@ def resolve(name):
         needed = NEEDS_LIB[name]
         if needed is not None and not hasattr(lib, needed):
             raise KeyError(name)
-        if needed is None and LIB not in ("jax", "dask", "cupy"):
+        if needed is None and LIB not in ("jax", "dask", "cupy"):  # (scatter-add: any)
             raise KeyError(name)
     if name in LOWERED:
         return LOWERED[name]
