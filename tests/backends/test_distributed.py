@@ -39,3 +39,16 @@ def test_value_and_grad_on_a_local_cluster_equals_numpy(client):
     want_value, want_grad = tg.value_and_grad(loss)(w, x, y)
     assert_close(value, want_value)
     assert_close(grad, want_grad)
+
+
+def test_a_scatter_runs_on_the_workers(client):
+    # the vjp of integer-array indexing is the one task that gathers (docs/backends.md); its
+    # function is shipped by value, so the workers need nothing of tracegrad
+    x = np.random.default_rng(1).standard_normal((40, 3))
+    idx = np.array([0, 5, 5, 39])
+
+    def f(x):
+        return np.sum(np.tanh(x[idx]) ** 2)
+
+    grad = tg.jit(tg.grad(f))(to_dask(x, 4))
+    assert_close(client.compute(grad, sync=True), tg.grad(f)(x))
