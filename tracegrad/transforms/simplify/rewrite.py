@@ -167,12 +167,7 @@ class _Pass:
             return
         if self.rules and len(ins) > 1 and node.prim.layout is lay.Layout.ELEMENTWISE:
             ins = self.unbroadcast(node, ins)
-        if (
-            self.rules
-            and len(ins) == 1
-            and ins[0].node.prim is bc.broadcast_to_p
-            and self.only_reader(node)
-        ):
+        if self.rules and len(ins) == 1 and self.only_reader(node, ins[0]):
             hoisted = self.hoist_broadcast(node, ins[0])
             if hoisted is not None:
                 provenance.inherit(node, hoisted.node)  # tracegrad.diagnostics: the user's line
@@ -224,11 +219,13 @@ class _Pass:
                 new = trial
         return ins if new is None else tuple(new)
 
-    def only_reader(self, node: Node) -> bool:
-        """Whether `node`'s one input is a `broadcast_to` that nothing else reads (so moving
-        it after the node adds no node)."""
+    def only_reader(self, node: Node, new: Edge) -> bool:
+        """Whether `node`'s one input is a `broadcast_to` (before and after remapping) that
+        nothing else reads (so moving it after the node adds no node)."""
         b = node.inputs[0].node
-        if b.prim is not bc.broadcast_to_p or b in self.out_nodes:
+        if new.node.prim is not bc.broadcast_to_p or b.prim is not bc.broadcast_to_p:
+            return False
+        if b in self.out_nodes:
             return False
         if self.readers is None:
             self.readers = {}
