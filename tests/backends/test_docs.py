@@ -18,4 +18,3 @@ def test_the_code_blocks_of_the_page_run():
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(DOCS), "exec"), namespace)  # the blocks assert their results
-
