@@ -109,3 +109,16 @@ def test_a_scan_runs_on_dask():
     want = f(c0, xs)
     assert_close(got[0], want[0])
     assert_close(got[1], want[1])
+
+
+def test_scipy_special_functions_and_logsumexp():
+    sp = pytest.importorskip("scipy.special")
+    import tracegrad.scipy.special as tsp
+
+    x = np.random.default_rng(5).uniform(0.1, 2.0, (8, 3))
+
+    def f(x):
+        return np.sum(sp.erf(x) * sp.gammaln(x + 1)) + np.sum(tsp.logsumexp(x, axis=1) ** 2)
+
+    assert_close(tg.jit(f)(to_dask(x, 4)), f(x))
+    assert_close(tg.jit(tg.grad(f))(to_dask(x, 4)), tg.grad(f)(x))

@@ -105,3 +105,16 @@ def test_cupy_runs_where_a_gpu_is():
     want_value, want_grad = tg.value_and_grad(loss)(w, x, y)
     assert_close(cp.asnumpy(value), want_value)
     assert_close(cp.asnumpy(grad), want_grad)
+
+
+def test_scipy_special_functions_run_as_jax_scipy_special():
+    sp = pytest.importorskip("scipy.special")
+    import tracegrad.scipy.special as tsp
+
+    x = np.random.default_rng(5).uniform(0.1, 2.0, (8, 3))
+
+    def f(x):
+        return np.sum(sp.erf(x) * sp.gammaln(x + 1)) + np.sum(tsp.logsumexp(x, axis=1) ** 2)
+
+    assert_close(tg.jit(f)(jnp.asarray(x)), f(x))
+    assert_close(tg.jit(tg.grad(f))(jnp.asarray(x)), tg.grad(f)(x))

@@ -5,7 +5,6 @@ the operands of a ufunc cast to the loop NumPy would run, where NumPy promotes a
 
 from __future__ import annotations
 
-import importlib
 import re
 
 import numpy as np
@@ -23,45 +22,52 @@ def lowering_error(prim, backend, why: str) -> LoweringError:
     )
 
 
-def lowered_names(prim, backend, lines: list[str]) -> set[str]:
-    """The NumPy names `lines` (one node's code) call, each checked to have a lowering for
-    `backend`; a module imported by the lines is allowed only where the library's arrays
-    pass through its functions (SciPy's special functions are ufuncs, which dask arrays
-    take)."""
-    names: set[str] = set()
+def lowered_code(prim, backend, statements: list[str], expr: str, used: set[str]):
+    """One node's code for `backend`: (its statements, its expression), with SciPy's special
+    functions read as lowered names too (`import scipy.special as _s` dropped, `_s.erf(x)`
+    written `np.scipy.special.erf(x)`), every name called checked to have a lowering and added
+    to `used`; another import, or a name without a lowering, is refused."""
     aliases: dict[str, str] = {}
-    for line in lines:
+    kept = []
+    for line in statements:
         found = _IMPORT.match(line.strip())
-        if found:
-            module, alias = found.groups()
-            if module != "scipy.special" or backend.name != "dask":
-                raise lowering_error(prim, backend, f"its code imports {module}")
-            aliases[alias] = module
+        if found is None:
+            kept.append(line)
             continue
-        for alias in aliases:
-            for name in re.findall(rf"(?<![\w.]){alias}\.(\w+)", line):
-                special = importlib.import_module("scipy.special")  # (SciPy is optional)
-                if not isinstance(getattr(special, name, None), np.ufunc):
-                    raise lowering_error(prim, backend, f"scipy.special.{name} is not a ufunc")
+        module, alias = found.groups()
+        if module != "scipy.special":
+            raise lowering_error(prim, backend, f"its code imports {module}")
+        aliases[alias] = module
+
+    def rewrite(line: str) -> str:
+        for alias, module in aliases.items():
+            line = re.sub(rf"(?<![\w.]){alias}\.", f"np.{module}.", line)
+        return line
+
+    kept, expr = [rewrite(line) for line in kept], rewrite(expr)
+    for line in (*kept, expr):
         for name in _NP_NAME.findall(line):
-            # a dotted chain may end in an attribute of the result (np.add.reduce(...).T
-            # does not occur; np.linalg.solve does): the longest prefix that resolves
-            if not backend.resolves(name) and name.startswith("tg_"):  # (lowered.LOWERED)
+            if backend.resolves(name):
+                used.add(name)
+            elif name.startswith("tg_"):  # (lowered.LOWERED)
                 raise lowering_error(
                     prim,
                     backend,
                     f"its code needs {name[3:].replace('_', ' ')}, which the "
                     "array API standard lacks and tracegrad lowers for dask, JAX and CuPy only",
                 )
-            if not backend.resolves(name):
+            elif name.startswith("scipy."):
+                raise lowering_error(
+                    prim, backend, f"{backend.name} has no {name} that tracegrad knows of"
+                )
+            else:
                 raise lowering_error(
                     prim,
                     backend,
                     f"its code calls np.{name}, which neither the array API "
                     f"standard nor {backend.name}'s own module has",
                 )
-            names.add(name)
-    return names
+    return kept, expr
 
 
 _WEAK = {"b": bool, "i": int, "u": int, "f": float, "c": complex}

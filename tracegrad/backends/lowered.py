@@ -474,8 +474,44 @@ LOWERED = {
 NEEDS_LIB = {"einsum": "einsum", "tg_scatter": None}
 
 
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """SciPy's logsumexp in the standard's functions: the largest term factored out, the
+    empty and all -inf cases as SciPy gives them."""
+    if return_sign:
+        raise NotImplementedError("logsumexp(return_sign=True) is lowered only for JAX")
+    m = xp.max(a, axis=axis, keepdims=True) if a.size else xp.zeros((1,) * a.ndim, a.dtype)
+    m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    terms = xp.exp(a - m) if b is None else b * xp.exp(a - m)
+    out = xp.log(xp.sum(terms, axis=axis, keepdims=True)) + m
+    return (
+        out
+        if keepdims
+        else xp.squeeze(out, axis=axis if axis is not None else tuple(range(a.ndim)))
+    )
+
+
+def special(name):
+    """SciPy's special function `name` for the bound library: JAX's and CuPy's own, SciPy's
+    ufuncs for dask (which take dask arrays, chunk by chunk), `logsumexp` in the standard."""
+    if name == "logsumexp" and LIB != "jax":
+        return logsumexp
+    module = {
+        "jax": "jax.scipy.special",
+        "cupy": "cupyx.scipy.special",
+        "dask": "scipy.special",
+    }.get(LIB)
+    if LIB == "jax":
+        name = {"psi": "digamma"}.get(name, name)
+    fn = None if module is None else getattr(importlib.import_module(module), name, None)
+    if fn is None or (LIB == "dask" and not isinstance(fn, numpy.ufunc)):
+        raise KeyError(name)
+    return fn
+
+
 def resolve(name):
     """The lowering of NumPy's (dotted) `name` for the bound library; KeyError if none."""
+    if name.startswith("scipy.special."):
+        return special(name[len("scipy.special.") :])
     if name in NEEDS_LIB:
         needed = NEEDS_LIB[name]
         if needed is not None and not hasattr(lib, needed):

@@ -13,7 +13,7 @@ import reprlib
 
 import attrs
 
-from tracegrad.backends.check import lowered_names, lowering_error, promoted_args
+from tracegrad.backends.check import lowered_code, lowering_error, promoted_args
 from tracegrad.codegen.buffers import _plan_buffers, _plan_donations
 from tracegrad.codegen.chunks import SEGMENT_NODES, segmented_body, wants_segments
 from tracegrad.codegen.literals import _param_text, _Params, _scalar_text
@@ -235,14 +235,15 @@ class _Generator:
                     raise lowering_error(prim, backend, str(why)) from None
             else:
                 expr = prim.emit(*args, **params)
+        statements: list = []
         if isinstance(expr, list):  # statements, then the value's expression
             *statements, expr = expr
-            for line in statements:
-                _check_line(prim, line)
-                lines.append(f"    {line}")
+        if backend is not None:  # every NumPy (and SciPy) name lowered, or refused
+            statements, expr = lowered_code(prim, backend, statements, expr, self.root.used)
+        for line in statements:
+            _check_line(prim, line)
+            lines.append(f"    {line}")
         _check_line(prim, expr)
-        if backend is not None:
-            self.root.used.update(lowered_names(prim, backend, [*lines, expr]))
         if prim.multiple_results:
             if not targets:
                 return [*lines, f"    {expr}"]
