@@ -187,7 +187,7 @@ class Lowered:
         structure (tuples, lists, dicts). Returns the module's path.
 
         `xp` names the array namespace the module runs on: "numpy", or "jax.numpy" (its
-        function then runs under `jax.jit`, on GPU and TPU, with JAX's sharding), "dask.array",
+        function calls only jax.numpy, so `jax.jit` compiles it for GPU and TPU), "dask.array",
         "cupy", "array_api_strict" (see docs/backends.md); the module needs that library and
         NumPy, not tracegrad."""
         backend = backend_for_namespace(xp)
@@ -376,7 +376,7 @@ class Jitted:
                     f"on {backend.name} arrays drop it (the library manages its own memory)"
                 )
             compiled = compile_graph(graph, backend=backend)
-            run = _foreign_runner(backend, compiled.fn)
+            run = _foreign_runner(backend, compiled.fn, graph.out_avals, where)
         elif self.backend == "codegen":
             compiled = compile_graph(graph, donated=frozenset(donated))
             run = compiled.fn
@@ -447,14 +447,17 @@ class Jitted:
         return f"<jit({self.name}) backend={self.backend!r}>"
 
 
-def _foreign_runner(backend, fn):
+def _foreign_runner(backend, fn, out_avals, where):
     """The compiled function of another library's call: NumPy leaves (parameters beside a big
-    dask batch) taken into the library first; under JAX, compiled by `jax.jit` as a whole."""
+    dask batch) taken into the library first; under JAX, compiled by `jax.jit` as a whole.
+    Each output's dtype is checked against NumPy's (the graph's): a library promoting by
+    rules of its own (JAX without x64 computes float32) is refused, not returned."""
     fn = backend.compile(fn)
     take = backend.take
+    check = backend.check_dtypes
 
     def run(*flat):
-        return fn(*map(take, flat))
+        return check(fn(*map(take, flat)), out_avals, where)
 
     return run
 

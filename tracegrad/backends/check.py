@@ -10,6 +10,7 @@ import re
 import numpy as np
 
 from tracegrad.backends.libraries import LoweringError
+from tracegrad.ir.layout import Layout
 
 _NP_NAME = re.compile(r"(?<![\w.])np\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)")
 _IMPORT = re.compile(r"^import ([\w.]+) as (\w+)$")
@@ -71,27 +72,49 @@ def lowered_code(prim, backend, statements: list[str], expr: str, used: set[str]
 
 
 _WEAK = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+_PYTHON = {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}
 
 
-def promoted_args(node, args: list[str]) -> list[str]:
-    """`args` of a ufunc node, each operand whose dtype differs from the loop NumPy picks for
-    these operands (`ufunc.resolve_dtypes`, Python scalars weak as NEP 50 has them) cast to
-    it: the same values NumPy computes, written so a library that promotes only within a
-    kind (array_api_strict) takes them."""
-    ufunc = node.prim.impl
-    if not isinstance(ufunc, np.ufunc) or ufunc.nin < 2:
-        return args
+def scalar_only(node) -> bool:
+    """A node of Python scalars only (weak 0-d inputs and output): NumPy computes it, as in
+    the NumPy code, since no array of the library is involved (the library would make a
+    strong value of it, or refuse two scalars)."""
+    avals = [e.aval for e in node.inputs]
+    out = node.out_avals
+    return (
+        bool(avals) and len(out) == 1 and all(a.weak_type and not a.shape for a in (*avals, *out))
+    )
+
+
+def promoted_args(node, args: list[str], backend) -> list[str]:
+    """`args` of a node, each array operand cast to the dtype NumPy computes it in, where
+    NumPy promotes across kinds (an int64 array beside a float64 one) and a library may not
+    (array_api_strict refuses; JAX has promotion rules of its own): for a ufunc the loop
+    NumPy picks (`ufunc.resolve_dtypes`, Python scalars weak as NEP 50 has them); for another
+    elementwise primitive (`where`, `clip`) the output's dtype, conditions left bool. A
+    Python scalar of another kind than its loop is cast as a Python scalar (it stays weak);
+    under JAX, whose weak types follow NEP 50 too, scalars are left alone."""
+    prim = node.prim
+    ufunc = prim.impl
     avals = [e.aval for e in node.inputs]
     weak = [a.weak_type and not a.shape for a in avals]
-    key = tuple(_WEAK[a.dtype.kind] if w else a.dtype for a, w in zip(avals, weak))
-    try:
-        loop = ufunc.resolve_dtypes(key + (None,) * ufunc.nout)
-    except (TypeError, ValueError):  # no loop: the impl would refuse these dtypes too
+    if isinstance(ufunc, np.ufunc):
+        key = tuple(_WEAK[a.dtype.kind] if w else a.dtype for a, w in zip(avals, weak))
+        try:
+            wanted = ufunc.resolve_dtypes(key + (None,) * ufunc.nout)[: ufunc.nin]
+        except (TypeError, ValueError):  # no loop: the impl would refuse these dtypes too
+            return args
+    elif prim.layout is Layout.ELEMENTWISE and len(avals) > 1 and len(node.out_avals) == 1:
+        dtype = node.out_avals[0].dtype
+        wanted = [a.dtype if a.dtype.kind == "b" != dtype.kind else dtype for a in avals]
+    else:
         return args
     out = []
-    for a, w, name, want in zip(avals, weak, args, loop):
-        if a.dtype == want or (w and a.dtype.kind == want.kind):
+    for a, w, name, want in zip(avals, weak, args, wanted):
+        if a.dtype == want or (w and (a.dtype.kind == want.kind or backend.name == "jax")):
             out.append(name)
+        elif w:
+            out.append(f"{_PYTHON[want.kind]}({name})")
         else:
             out.append(f"np.astype({name}, np.dtype({want.name!r}))")
     return out

@@ -146,6 +146,8 @@ def dot(a, b):
 
 
 def reciprocal(x):
+    if xp.isdtype(x.dtype, "integral"):  # NumPy's integer 1 // x: 1, -1 or 0
+        return xp.where(xp.abs(x) == 1, x, xp.zeros_like(x))
     return xp.divide(1, x)
 
 
@@ -161,25 +163,39 @@ def exp2(x):
     return xp.pow(2, x)
 
 
+def _arrays(a, b):
+    # a Python scalar beside an array, as an array of the array's dtype (NEP 50's weak scalar)
+    if not hasattr(a, "dtype"):
+        a = xp.asarray(a, dtype=b.dtype)
+    if not hasattr(b, "dtype"):
+        b = xp.asarray(b, dtype=a.dtype)
+    return a, b
+
+
 def fmax(a, b):
     # the larger, ignoring a NaN beside a number (NaN only where both are)
+    a, b = _arrays(a, b)
     return xp.where(xp.isnan(b), a, xp.where(xp.isnan(a), b, xp.maximum(a, b)))
 
 
 def fmin(a, b):
+    a, b = _arrays(a, b)
     return xp.where(xp.isnan(b), a, xp.where(xp.isnan(a), b, xp.minimum(a, b)))
 
 
 def fmod(a, b):
     # C's fmod takes the dividend's sign; the standard's remainder takes the divisor's, and
     # is exact on magnitudes
-    r = xp.remainder(xp.abs(a), xp.abs(b))
-    if xp.isdtype(r.dtype, "real floating"):
-        return xp.copysign(r, a)
-    return xp.where(a < 0, -r, r)
+    a, b = _arrays(a, b)
+    if xp.isdtype(a.dtype, "real floating"):
+        return xp.copysign(xp.remainder(xp.abs(a), xp.abs(b)), a)
+    # integers: |a| overflows at the most negative; the remainder moved to a's sign instead
+    r = xp.remainder(a, b)
+    return xp.where((r != 0) & ((a < 0) != (b < 0)), r - b, r)
 
 
 def logaddexp2(a, b):
+    a, b = _arrays(a, b)
     m = xp.maximum(a, b)
     tail = xp.log1p(xp.pow(2.0, -xp.abs(a - b))) / math.log(2)
     return xp.where(a == b, a + 1, m + tail)  # (equal infinities: a + 1 is a)
@@ -243,9 +259,10 @@ def split(x, indices, axis=0):
     return parts
 
 
-def einsum(subscripts, *operands, optimize=False, dtype=None):
-    out = lib.einsum(subscripts, *operands)
-    return out if dtype is None else xp.astype(out, dtype)
+def einsum(subscripts, *operands, optimize=False, dtype=None, casting=None):
+    if dtype is not None:  # computed in `dtype`, as NumPy's einsum(dtype=, casting="unsafe")
+        operands = [xp.astype(xp.asarray(o), dtype) for o in operands]
+    return lib.einsum(subscripts, *operands)
 
 
 # -- the writes NumPy does in place, as functions of the array written into ----------------
@@ -318,7 +335,8 @@ def _dask_getitem(x, index):
 def pad_strided(x, shape, starts, strides):
     """zeros of `shape` with `x` in the strided window at `starts` (the vjp of a slice)."""
     x = xp.asarray(x)
-    where = tuple(slice(s, s + k * n, k) for s, k, n in zip(starts, strides, x.shape))
+    # (the stop just past the last element: the standard refuses one beyond the axis)
+    where = tuple(slice(s, s + k * (n - 1) + 1, k) for s, k, n in zip(starts, strides, x.shape))
     out = xp.zeros(shape, dtype=x.dtype)
     if x.size == 0:  # (dask refuses to assign an empty value)
         return out
@@ -362,14 +380,15 @@ def scatter(mode, x, where, updates):
 
 
 def _one_hot_scatter_add(x, where, updates):
-    # the standard's only accumulating write is a matrix product: each update times a one-hot
-    # row of the place it goes (k x n memory for k updates into n places: small arrays only)
+    # the standard has no accumulating write: each place sums the updates whose one-hot row
+    # selects it (k x n memory for k updates into n places: small arrays only), with `where`
+    # rather than a product, so an inf or NaN update reaches only its own place
     n = math.prod(x.shape)
     places = getitem(xp.reshape(xp.arange(n), x.shape), where)
     updates = xp.broadcast_to(xp.asarray(updates, dtype=x.dtype), places.shape)
-    one_hot = xp.astype(xp.reshape(places, (-1, 1)) == xp.arange(n), x.dtype)
-    added = xp.matmul(xp.reshape(updates, (1, -1)), one_hot)
-    return x + xp.reshape(added, x.shape)
+    hits = xp.reshape(places, (-1, 1)) == xp.arange(n)
+    chosen = xp.where(hits, xp.reshape(updates, (-1, 1)), xp.zeros((), dtype=x.dtype))
+    return x + xp.reshape(xp.sum(chosen, axis=0), x.shape)
 
 
 def _dask_scatter(mode, x, where, updates):

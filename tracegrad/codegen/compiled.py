@@ -164,7 +164,7 @@ def compile_graph(
         fn, filenames = _load_segments(code, filename, names, consts)
     else:
         # no fn -> globals -> fn cycle
-        fn = _load(code.text(), filename, {"np": names}).pop(code.name)
+        fn = _load(code.text(), filename, {"np": names, "_np": np}).pop(code.name)
         fn.__defaults__ = consts or None
         filenames = [filename]
     weakref.finalize(fn, _forget, filenames)
@@ -198,7 +198,7 @@ def _load_segments(code: _Code, filename: str, names, consts) -> tuple[Callable,
     own small compile, so memory stays flat). The segments read the constants as globals of
     one namespace; the driver reads the segments from another, so no function refers back to
     a namespace holding it (no cycle: everything goes by reference counting)."""
-    consts = {"np": names, **dict(zip(code.const_names, consts))}
+    consts = {"np": names, "_np": np, **dict(zip(code.const_names, consts))}
     calls = dict(consts)  # (the driver may return a constant)
     filenames = []
     try:

@@ -9,11 +9,12 @@ to `compiled`, so the text can be read and tested without executing it.
 from __future__ import annotations
 
 import keyword
+import re
 import reprlib
 
 import attrs
 
-from tracegrad.backends.check import lowered_code, lowering_error, promoted_args
+from tracegrad.backends.check import lowered_code, lowering_error, promoted_args, scalar_only
 from tracegrad.codegen.buffers import _plan_buffers, _plan_donations
 from tracegrad.codegen.chunks import SEGMENT_NODES, segmented_body, wants_segments
 from tracegrad.codegen.literals import _param_text, _Params, _scalar_text
@@ -220,8 +221,13 @@ class _Generator:
             call = f"np.{prim.impl.__name__}({', '.join(args)}, out={self.names[buf][0]})"
             return [f"    {targets[0]} = {call}"]
         backend = self.backend
+        if backend is not None and scalar_only(node) and backend.name != "jax":
+            backend = None  # Python scalars only: NumPy's code, with `_np` NumPy itself
+            numpy_text = True
+        else:
+            numpy_text = False
         if backend is not None:
-            args = promoted_args(node, args)
+            args = promoted_args(node, args, backend)
         expr = _scalar_operator(node, args)
         if expr is None:
             if prim.emit is None:
@@ -240,6 +246,9 @@ class _Generator:
             *statements, expr = expr
         if backend is not None:  # every NumPy (and SciPy) name lowered, or refused
             statements, expr = lowered_code(prim, backend, statements, expr, self.root.used)
+        if numpy_text:
+            statements = [_NP.sub("_np.", line) for line in statements]
+            expr = _NP.sub("_np.", expr)
         for line in statements:
             _check_line(prim, line)
             lines.append(f"    {line}")
@@ -326,6 +335,9 @@ class _Generator:
 @attrs.frozen
 class _PassedIn:
     name: str
+
+
+_NP = re.compile(r"(?<![\w.])np\.")  # NumPy's names in emitted text
 
 
 def _check_line(prim, line) -> None:

@@ -225,7 +225,7 @@ class _Pass:
         b = node.inputs[0].node
         if new.node.prim is not bc.broadcast_to_p or b.prim is not bc.broadcast_to_p:
             return False
-        if b in self.out_nodes:
+        if b in self.out_nodes or node in self.out_nodes:  # (an output stays a fresh array)
             return False
         if self.readers is None:
             self.readers = {}
