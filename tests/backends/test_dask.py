@@ -122,3 +122,15 @@ def test_scipy_special_functions_and_logsumexp():
 
     assert_close(tg.jit(f)(to_dask(x, 4)), f(x))
     assert_close(tg.jit(tg.grad(f))(to_dask(x, 4)), tg.grad(f)(x))
+
+
+def test_an_index_array_of_several_axes():
+    # dask takes 1-d index arrays only: the lowering takes the flattened array and reshapes
+    idx = np.array([[0, 1], [2, 0]])
+    x = np.arange(12.0).reshape(4, 3)
+
+    def f(x):
+        return np.sum(np.sin(x[idx]) * x[:, idx].sum(axis=(1, 2))[:2, None, None])
+
+    assert_close(tg.jit(f)(to_dask(x)), f(x))
+    assert_close(tg.jit(tg.grad(f))(to_dask(x)), tg.grad(f)(x))

@@ -308,9 +308,14 @@ def _dask_getitem(x, index):
     arrays = [i for i in index if hasattr(i, "dtype")]
     if not arrays:
         return x[index]
+    shape = numpy.broadcast_to(numpy.zeros((), x.dtype), x.shape)[index].shape  # NumPy's
     if any(a.size == 0 for a in arrays):
-        shape = numpy.broadcast_to(numpy.zeros((), x.dtype), x.shape)[index].shape
         return lib.zeros(shape, dtype=x.dtype)
+    if len(arrays) == 1 and arrays[0].ndim > 1 and all(i is not None for i in index):
+        # one integer array of several axes: dask takes only 1-d ones; its axes come out in
+        # the array's place, so the 1-d take's axis reshapes into them
+        flat = tuple(i.reshape(-1) if hasattr(i, "dtype") else i for i in index)
+        return lib.reshape(x[flat], shape)
     if all(i is not None for i in index) or any(a.dtype == bool for a in arrays):
         return x[index]
     consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
