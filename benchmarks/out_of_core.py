@@ -36,7 +36,6 @@ workers give the parallelism.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import json
 import os
@@ -49,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness import Table, compare, fmt_time
+from benchmarks.memory import _reset_peak, _status_kb, _trim
 from benchmarks.report import cli
 
 D = 16
@@ -113,29 +113,6 @@ def rel_diff(a, b) -> float:
 
 
 # -- in the child (and on the workers) ---------------------------------------------------------
-
-
-def _status_kb(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
-def _reset_peak() -> bool:
-    """Reset VmHWM to the current RSS; False where the kernel does not allow it."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return _status_kb("VmHWM") <= _status_kb("VmRSS") + 256  # within 1 MB
-    except (OSError, KeyError):
-        return False
-
-
-def _trim() -> None:
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass  # not glibc: its allocator keeps its own policy
 
 
 def _settle() -> dict:

@@ -40,12 +40,7 @@ CASES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 @pytest.mark.parametrize("library", sorted(TAKE))

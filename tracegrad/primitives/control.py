@@ -129,7 +129,9 @@ def _unpack(targets: list[str]) -> str:
     return ", ".join(targets) + ("," if len(targets) == 1 else "")
 
 
-def _scan_emit(*names, body, n_consts, n_carry, length, reverse):
+def _scan_text(names, body, n_consts, n_carry, length, reverse, stacked: bool) -> list[str]:
+    """The loop of a scan; each step's outputs written into preallocated stacks (NumPy), or,
+    `stacked`, collected and stacked after the loop (libraries whose arrays are immutable)."""
     n_xs = len(names) - n_consts - n_carry
     k = [f"_Lk{i}" for i in range(n_consts)]
     c = [f"_Lc{i}" for i in range(n_carry)]
@@ -137,40 +139,35 @@ def _scan_emit(*names, body, n_consts, n_carry, length, reverse):
     ys = body.out_avals[n_carry:]
     y = [f"_Ly{i}" for i in range(len(ys))]
     t = [f"_Lt{i}" for i in range(len(ys))]
-    lines = [
-        f"    {b} = np.empty({(length, *a.shape)!r}, np.dtype({a.dtype.name!r}))"
-        for b, a in zip(y, ys)
-    ]
+    if stacked:
+        lines = [f"    {b} = []" for b in y]
+    else:
+        lines = [
+            f"    {b} = np.empty({(length, *a.shape)!r}, np.dtype({a.dtype.name!r}))"
+            for b, a in zip(y, ys)
+        ]
     steps = f"range({length - 1}, -1, -1)" if reverse else f"range({length})"
     lines.append(f"    for _Li in {steps}:")
     call = f"{body.name}({', '.join(k + c + [f'{v}[_Li]' for v in x])})"
     lines.append(f"        {_unpack(c + t)} = {call}" if c or t else f"        {call}")
-    lines += [f"        {b}[_Li] = {v}" for b, v in zip(y, t)]
+    if stacked:
+        lines += [f"        {b}.append({v})" for b, v in zip(y, t)]
+        for b, a in zip(y, ys):
+            order = f"{b}[::-1]" if reverse else b
+            empty = f"np.zeros({(0, *a.shape)!r}, dtype=np.dtype({a.dtype.name!r}))"
+            lines.append(f"    {b} = np.stack({order}) if {b} else {empty}")
+    else:
+        lines += [f"        {b}[_Li] = {v}" for b, v in zip(y, t)]
     lines.append(f"    return ({_unpack(c + y)})")
     return _loop_emit(f"{body.name}_loop", k + c + x, lines, names)
+
+
+def _scan_emit(*names, body, n_consts, n_carry, length, reverse):
+    return _scan_text(names, body, n_consts, n_carry, length, reverse, stacked=False)
 
 
 def _scan_emit_array_api(*names, body, n_consts, n_carry, length, reverse):
-    # no writes into a stacked array: the steps' outputs are collected and stacked
-    n_xs = len(names) - n_consts - n_carry
-    k = [f"_Lk{i}" for i in range(n_consts)]
-    c = [f"_Lc{i}" for i in range(n_carry)]
-    x = [f"_Lx{i}" for i in range(n_xs)]
-    ys = body.out_avals[n_carry:]
-    y = [f"_Ly{i}" for i in range(len(ys))]
-    t = [f"_Lt{i}" for i in range(len(ys))]
-    lines = [f"    {b} = []" for b in y]
-    steps = f"range({length - 1}, -1, -1)" if reverse else f"range({length})"
-    lines.append(f"    for _Li in {steps}:")
-    call = f"{body.name}({', '.join(k + c + [f'{v}[_Li]' for v in x])})"
-    lines.append(f"        {_unpack(c + t)} = {call}" if c or t else f"        {call}")
-    lines += [f"        {b}.append({v})" for b, v in zip(y, t)]
-    for b, a in zip(y, ys):
-        order = f"{b}[::-1]" if reverse else b
-        empty = f"np.zeros({(0, *a.shape)!r}, dtype=np.dtype({a.dtype.name!r}))"
-        lines.append(f"    {b} = np.stack({order}) if {b} else {empty}")
-    lines.append(f"    return ({_unpack(c + y)})")
-    return _loop_emit(f"{body.name}_loop", k + c + x, lines, names)
+    return _scan_text(names, body, n_consts, n_carry, length, reverse, stacked=True)
 
 
 def _refused_array_api(why: str):
