@@ -15,7 +15,8 @@ Time. At N = 2,000,000 (quick: 200,000, chunks of 50,000) both systems alternate
 in this process (benchmarks/harness.py: one call per system per round, ratio per round,
 median and quartiles), on dask's threaded scheduler with 2 workers.
 
-Memory. At N = 20,000,000 (X: 2.56 GB; `--huge`: 40,000,000, 5.1 GB; quick: 2,000,000),
+Memory. At N = 20,000,000 (X: 2.56 GB; `--huge`: 80,000,000, 10.2 GB, the issue's 10 GB
+run; quick: 2,000,000),
 each (system, scheduler) runs in its own fresh child process (`--child SYSTEM SCHEDULER N`),
 as benchmarks/memory.py does: a warm-up call on a small X (imports, tracing, starting the
 cluster), the collector and `malloc_trim(0)`, VmRSS as the baseline, VmHWM reset
@@ -53,7 +54,7 @@ from benchmarks.report import cli
 
 D = 16
 CHUNK = 500_000
-N_TIME, N_MEMORY, N_HUGE = 2_000_000, 20_000_000, 40_000_000
+N_TIME, N_MEMORY, N_HUGE = 2_000_000, 20_000_000, 80_000_000
 QUICK_CHUNK, QUICK_N_TIME, QUICK_N_MEMORY = 50_000, 200_000, 2_000_000
 WARMUP_N = 100_000
 SYSTEMS = ("tracegrad jit(value_and_grad)", "handwritten dask.array")
