@@ -483,7 +483,9 @@ class Tracer(Boxed):
     The operators come from NumPy's operator mixin (through `__array_ufunc__`), except the
     common arithmetic and comparisons (`+ - * / **`, unary `-`, `< <= > >= == !=`), which
     `tracegrad.numpy._operators` replaces with methods binding the primitive directly for
-    tracer, scalar and array operands (the mixin's route for any other operand)."""
+    tracer, scalar and array operands (the mixin's route for any other operand); it replaces
+    `__array_ufunc__` likewise, so a plain elementwise ufunc call (`np.sin(t)`) binds its
+    primitive without the dispatcher's frames."""
 
     __slots__ = ("_trace", "edge", "aval", "val")
     __array_priority__ = 1000

@@ -1,4 +1,5 @@
-"""Tracer's arithmetic and comparison operators, binding the primitive directly."""
+"""Tracer's arithmetic and comparison operators, and its NumPy ufunc calls, binding the
+primitive directly."""
 
 from __future__ import annotations
 
@@ -105,4 +106,45 @@ def _install_operators(cls) -> None:
         setattr(cls, name, method)
 
 
+def ufunc_primitives() -> dict:
+    """{ufunc: the primitive tracegrad.numpy's function of that ufunc binds and nothing else}
+    (the elementwise functions, whose primitives' impls are the ufuncs themselves)."""
+    table = {}
+    for name in _elementwise.__all__:
+        prim = getattr(getattr(_elementwise, name), "primitive", None)
+        if prim is not None and isinstance(prim.impl, np.ufunc):
+            table[prim.impl] = prim
+    return table
+
+
+def _install_ufunc_call(cls) -> None:
+    """`np.sin(t)`, `np.multiply(t, 2.0)`: NumPy calls `cls.__array_ufunc__`, whose route is
+    `array_ufunc` -> the elementwise function -> `bind` -> `Trace.bind`. A plain call (no
+    keywords) of a ufunc whose function binds its primitive and nothing else, on the operands
+    the operators take directly, binds it here; everything else (`out=`, `where=`, methods such
+    as `reduce`, SciPy's ufuncs, other operand types) takes that route, unchanged."""
+    table = ufunc_primitives()
+    current = core._current_trace.get
+    dispatch = core._numpy_dispatch  # (the route's frames as before: `x += t` reads them)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            prim = table.get(ufunc)
+            if prim is not None and len(inputs) == ufunc.nin:
+                for a in inputs:
+                    t = type(a)
+                    if t is not cls and t not in _DIRECT:
+                        break
+                else:
+                    trace = current()
+                    if trace is not None:
+                        return trace.bind(prim, inputs, {})
+                    return core.bind_eager(prim, inputs, {})
+        return dispatch().array_ufunc(ufunc, method, inputs, kwargs)
+
+    __array_ufunc__.__qualname__ = f"{cls.__name__}.__array_ufunc__"
+    cls.__array_ufunc__ = __array_ufunc__
+
+
 _install_operators(core.Tracer)
+_install_ufunc_call(core.Tracer)
