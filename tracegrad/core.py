@@ -241,7 +241,7 @@ class Trace:
         params = Params(params) if params else EMPTY_PARAMS
         key = None
         if self.cse:
-            key = (prim, params.key(), *in_edges)
+            key = (prim, params.key() if params else (), *in_edges)  # (most have none)
             try:
                 node = self._cse_table.get(key)
             except TypeError:  # unhashable params: never shared
