@@ -306,8 +306,8 @@ def _dask_getitem(x, index):
     # stand-in of x) and a new axis beside an integer array (inserted into x first, then
     # taken whole by a slice)
     arrays = [i for i in index if hasattr(i, "dtype")]
-    if not arrays:
-        return x[index]
+    if not arrays or not all(isinstance(a, numpy.ndarray) for a in arrays):
+        return x[index]  # (dask's own index arrays: a NumPy stand-in would compute them)
     shape = numpy.broadcast_to(numpy.zeros((), x.dtype), x.shape)[index].shape  # NumPy's
     if any(a.size == 0 for a in arrays):
         return lib.zeros(shape, dtype=x.dtype)
