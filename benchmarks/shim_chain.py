@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 import tracegrad as tg
+import tracegrad.torch as ttorch
 from benchmarks.grad_overhead import N_OPS, chain
 from benchmarks.harness import Table, Timed, compare, fmt_time
 from benchmarks.report import cli, optional, skipped
@@ -40,7 +41,7 @@ def _half(leaf, part: str) -> Timed:
         for _ in range(n):
             x = leaf()
             t0 = time.perf_counter()
-            y = chain(tg)(x)
+            y = chain(ttorch)(x)
             t1 = time.perf_counter()
             y.backward()
             del y  # freeing the recorded graph belongs to the backward half
@@ -52,7 +53,7 @@ def _half(leaf, part: str) -> Timed:
 
 
 def long_chain(n: int) -> Table:
-    x = tg.tensor(1.0, dtype=np.float64, requires_grad=True)
+    x = ttorch.tensor(1.0, dtype=ttorch.float64, requires_grad=True)
     gc.collect()
     t0 = time.perf_counter()
     y = x
@@ -73,9 +74,9 @@ def run(opts):
     torch, autograd = optional("torch"), optional("autograd")
     if note := skipped("torch", "autograd"):
         yield note
-    leaf = lambda: tg.tensor(0.3, dtype=np.float64, requires_grad=True)
+    leaf = lambda: ttorch.tensor(0.3, dtype=ttorch.float64, requires_grad=True)
     systems = {
-        "tracegrad shim, forward + backward": _forward_backward(leaf, tg),
+        "tracegrad shim, forward + backward": _forward_backward(leaf, ttorch),
         "shim, only the recording (forward) timed": _half(leaf, "forward"),
         "shim, only the backward (and freeing) timed": _half(leaf, "backward"),
         "tracegrad tg.grad (functional)": lambda: tg.grad(chain(np))(0.3),

@@ -46,6 +46,9 @@ from tracegrad.ir.primitive import Primitive
 from tracegrad.ir.types import Aval, is_float
 from tracegrad.lending import frozen_copy, is_lent, lend
 
+#: `Edge(node, i)` without `Edge.__new__`'s frame (`_edge(Edge, (node, i))`), for the hot paths
+_edge = tuple.__new__
+
 _current_trace: ContextVar[Trace | None] = ContextVar("tracegrad_trace", default=None)
 
 
@@ -133,6 +136,7 @@ class Trace:
         self._cse_table: dict = {}
         self._carries: dict[Node, bool] = {}  # see Tracer._carries_derivative
         self._scalar_consts: dict = {}
+        self._float_consts: dict[float, Edge] = {}
         self._array_consts: dict[int, tuple[object, Edge]] = {}
         # outer tracers used inside this trace, each captured as an extra `arg` input
         self.captured: dict[Edge, Tracer] = {}
@@ -153,6 +157,11 @@ class Trace:
         return Tracer(self, edge, aval, value if self.keep_values else None)
 
     def const_edge(self, value) -> Edge:
+        if type(value) is float and value:  # the common case: keyed by value, not by bits
+            edge = self._float_consts.get(value)  # (0.0 and -0.0 go below; NaN never matches)
+            if edge is None:
+                edge = self._float_consts[value] = _edge(Edge, (const_node(value), 0))
+            return edge
         if isinstance(value, np.ndarray):
             hit = self._array_consts.get(id(value))
             if hit is not None:
@@ -211,6 +220,9 @@ class Trace:
 
     # -- recording -----------------------------------------------------------------------
     def bind(self, prim: Primitive, args, params):
+        # The hot path of every traced operation (issue 20): each line here runs once per op,
+        # so the common cases (one output, no params, a Python-float constant) are written out
+        # inline rather than through the helpers below, which keep the general cases.
         edges = []
         vals = []
         concrete = True
@@ -234,50 +246,70 @@ class Trace:
             # Nothing traced flows in: a constant computation, evaluated now (folded), or an
             # eager Tensor operation that records itself.
             return bind_eager(prim, args, params)
-        for i, e in enumerate(edges):
-            if e is None:
-                edges[i] = self.const_edge(vals[i])
+        if None in edges:
+            for i, e in enumerate(edges):
+                if e is None:
+                    edges[i] = self.const_edge(vals[i])
         in_edges = tuple(edges)
-        params = Params(params) if params else EMPTY_PARAMS
-        key = None
-        if self.cse:
-            key = (prim, params.key() if params else (), *in_edges)  # (most have none)
+        if params:
+            params = Params(params)
+            key = (prim, params.key(), *in_edges) if self.cse else None
+        else:
+            params = EMPTY_PARAMS
+            key = (prim, (), *in_edges) if self.cse else None
+        if key is not None:
             try:
                 node = self._cse_table.get(key)
             except TypeError:  # unhashable params: never shared
                 key = node = None
             if node is not None:
-                if not concrete:
-                    return self._wrap(node, None)
-                kept = self.values.get(node)
-                if kept is not None and all(v is not None for v in kept):
-                    return self._wrap(node, kept)
-                # a shared node whose values no reverse rule reads (not kept): computed again
-                return self._wrap(node, _computed(prim, vals, params, node.out_avals))
+                return self._shared(node, prim, vals, params, concrete)
         avals = [e[0].out_avals[e[1]] for e in in_edges]
         out_avals = prim.results(_shape_rule(prim, avals, params))
         node = Node(prim, in_edges, params, out_avals)
         self.nodes.append(node)
         if key is not None:
             self._cse_table[key] = node
-        vals_out = None
-        if concrete:
+        if not concrete:
+            if config.provenance or config.debug_nans or config.debug_infs:
+                _diagnose(node, vals, None)
+            return self._wrap(node, None)
+        if prim.multiple_results:
             out = prim.impl(*vals, **params)
-            if prim.multiple_results:
-                vals_out = tuple(_weak_value(v, a) for v, a in zip(out, out_avals))
-            else:  # the common case, kept short
-                vals_out = (_weak_value(out, out_avals[0]),)
-            if self.reverse_only:
-                plan = prim.memo.get("reverse_reads") or _reverse_reads(prim)
-                if plan[0] or _small(vals_out):  # (numbers cost less kept than stood in for)
-                    self.values[node] = vals_out
-                if plan[1]:
-                    self._keep_inputs(node, plan, vals)
-            elif self.keep_values:
+            vals_out = tuple([_weak_value(v, a) for v, a in zip(out, out_avals)])
+        else:  # the common case, written out
+            fast = prim.float_impl
+            if fast is not None and type(vals[0]) is float and type(vals[-1]) is float:
+                out = fast(*vals)  # Python's float arithmetic: NumPy's bits, a tenth the cost
+            else:
+                out = prim.impl(*vals, **params)
+                aval = out_avals[0]
+                if aval.weak_type and not aval.shape and isinstance(out, np.ndarray | np.generic):
+                    out = out.item()  # a weak result stands for a Python scalar (NEP 50)
+            vals_out = (out,)
+        if self.reverse_only:
+            plan = prim.memo.get("reverse_reads") or _reverse_reads(prim)
+            if plan[0] or _small(vals_out):  # (numbers cost less kept than stood in for)
                 self.values[node] = vals_out
+            if plan[1]:
+                self._keep_inputs(node, plan, vals)
+        elif self.keep_values:
+            self.values[node] = vals_out
         if config.provenance or config.debug_nans or config.debug_infs:
             _diagnose(node, vals, vals_out)
-        return self._wrap(node, vals_out)
+        if prim.multiple_results:
+            return self._wrap(node, vals_out)
+        return Tracer(self, _edge(Edge, (node, 0)), out_avals[0], vals_out[0])
+
+    def _shared(self, node: Node, prim: Primitive, vals, params, concrete: bool):
+        """The tracers of `node`, recorded before with the same inputs and params (CSE)."""
+        if not concrete:
+            return self._wrap(node, None)
+        kept = self.values.get(node)
+        if kept is not None and all(v is not None for v in kept):
+            return self._wrap(node, kept)
+        # a shared node whose values no reverse rule reads (not kept): computed again
+        return self._wrap(node, _computed(prim, vals, params, node.out_avals))
 
     def _keep_inputs(self, node: Node, plan, vals) -> None:
         """Keep the input values the vjp rule of `node` reads (`plan`: `_reverse_reads` of its
@@ -338,7 +370,7 @@ class Trace:
         them: one tracer, or a tuple for a primitive with several outputs."""
         avals = node.out_avals
         if len(avals) == 1 and not node.prim.multiple_results:  # the common case, kept short
-            return Tracer(self, Edge(node, 0), avals[0], None if vals is None else vals[0])
+            return Tracer(self, _edge(Edge, (node, 0)), avals[0], None if vals is None else vals[0])
         if vals is None:
             vals = (None,) * len(avals)
         return tuple(Tracer(self, Edge(node, i), a, v) for i, (a, v) in enumerate(zip(avals, vals)))

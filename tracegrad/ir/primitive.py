@@ -43,10 +43,12 @@ needs the primitive itself (an elementwise batching rule binds it again) is give
 
 from __future__ import annotations
 
+import operator as _op
 import weakref
 from collections.abc import Callable
 
 import attrs
+import numpy as np
 
 from tracegrad.ir.layout import Layout
 
@@ -111,6 +113,16 @@ def per_input(rule_of: Callable) -> PerInput:
     return PerInput(rule_of)
 
 
+#: Python's operator for a ufunc whose result it computes bit for bit on Python floats without
+#: ever raising (no division: 1.0 / 0.0 raises), which a primitive claiming the `operator`
+#: fact gets as its `float_impl`
+_FLOAT_OPERATORS = {
+    np.add: _op.add,
+    np.subtract: _op.sub,
+    np.multiply: _op.mul,
+    np.negative: _op.neg,
+}
+
 _RULES = ("jvp", "vjp", "batch", "emit", "emit_array_api", "taylor")
 
 
@@ -169,6 +181,9 @@ class Primitive:
     effect: bool = False
     #: `input_vjp(i)`: input i's own vjp rule, when `vjp` was given input by input (derived)
     input_vjp: Callable | None = attrs.field(default=None, init=False)
+    #: `impl` for operands that are all Python floats, from the `operator` fact: a concrete
+    #: trace computes a weak scalar with Python's operator, a tenth of a ufunc call (derived)
+    float_impl: Callable | None = attrs.field(default=None, init=False, repr=False)
     #: memo tables the passes keep per primitive (shape rule results; the shape rule's
     #: signature, ...): they live and die with the primitive, so a user's can be freed
     shape_memo: dict = attrs.field(factory=dict, init=False, repr=False)
@@ -223,6 +238,11 @@ class Primitive:
                 f"Primitive {self.name!r}: view_of={self.view_of} needs a view layout "
                 f"(VIEW, PERMUTED, RESHAPED or SAME), not {self.layout.name}"
             )
+        if self.operator is not None:
+            try:
+                object.__setattr__(self, "float_impl", _FLOAT_OPERATORS.get(self.impl))
+            except TypeError:  # an unhashable impl
+                pass
         if self.registered:
             taken = _REGISTRY.get(self.name)
             if taken is not None:

@@ -72,8 +72,11 @@ def active_nodes(graph: Graph, wrt: Sequence[bool]) -> set[Node]:
     """Nodes whose outputs depend on a differentiated input (`wrt[i]` for input i)."""
     active = {e.node for e, w in zip(graph.inputs, wrt) if w and is_float(e.aval.dtype)}
     for node in graph.nodes:
-        if node.prim.differentiable and any(e.node in active for e in node.inputs):
-            active.add(node)
+        if node.prim.differentiable:
+            for e in node.inputs:
+                if e[0] in active:
+                    active.add(node)
+                    break
     return active
 
 
@@ -84,9 +87,17 @@ class Cotangents:
         self.bars: dict = {}
 
     def add(self, edge: Edge, bar) -> None:
-        bar = conform(bar, edge.aval, "vjp", edge.node.prim.name)
-        if bar is None:
-            return
+        aval = edge[0].out_avals[edge[1]]
+        dtype = aval.dtype
+        # a cotangent already as its value needs it passes as it is (`conform` otherwise)
+        if (
+            getattr(bar, "dtype", None) is not dtype
+            or dtype.kind not in "fc"
+            or (bar.shape != aval.shape)
+        ):
+            bar = conform(bar, aval, "vjp", edge[0].prim.name)
+            if bar is None:
+                return
         old = self.bars.get(edge)
         self.bars[edge] = bar if old is None else old + bar
 
@@ -148,13 +159,20 @@ def backward_pass(
     for e, b in zip(graph.outputs, out_bars):
         if b is not None and e.node in active:
             bars.add(e, b)
+    pending = bars.bars
     for node in reversed(graph.nodes):
-        if node in active and node.prim is not const_p:
-            bar = bars.pop(node)
+        if node in active:
+            prim = node.prim
+            if prim.multiple_results:
+                bar = bars.pop(node)
+                out = tuple(read(node)) if bar is not None else None
+            else:  # the common case, written out
+                bar = pending.pop((node, 0), None)
+                out = read(node)[0] if bar is not None else None
             if bar is not None:
-                primals = [read(e[0])[e[1]] for e in node.inputs]
-                out = node.prim.result(read(node))
-                for e, b in zip(node.inputs, vjp_step(node, bar, primals, out, active)):
+                inputs = node.inputs
+                primals = [read(e[0])[e[1]] for e in inputs]
+                for e, b in zip(inputs, vjp_step(node, bar, primals, out, active)):
                     if b is not None and e[0] in active:  # constants take no cotangent
                         bars.add(e, b)
         if release is not None:
