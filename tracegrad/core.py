@@ -40,14 +40,12 @@ from tracegrad.ir.graph import (
     arg_p,
     const_node,
     const_p,
+    new_edge,
     with_consts,
 )
 from tracegrad.ir.primitive import Primitive
 from tracegrad.ir.types import Aval, is_float
 from tracegrad.lending import frozen_copy, is_lent, lend
-
-#: `Edge(node, i)` without `Edge.__new__`'s frame (`_edge(Edge, (node, i))`), for the hot paths
-_edge = tuple.__new__
 
 _current_trace: ContextVar[Trace | None] = ContextVar("tracegrad_trace", default=None)
 
@@ -160,7 +158,7 @@ class Trace:
         if type(value) is float and value:  # the common case: keyed by value, not by bits
             edge = self._float_consts.get(value)  # (0.0 and -0.0 go below; NaN never matches)
             if edge is None:
-                edge = self._float_consts[value] = _edge(Edge, (const_node(value), 0))
+                edge = self._float_consts[value] = new_edge(Edge, (const_node(value), 0))
             return edge
         if isinstance(value, np.ndarray):
             hit = self._array_consts.get(id(value))
@@ -299,7 +297,7 @@ class Trace:
             _diagnose(node, vals, vals_out)
         if prim.multiple_results:
             return self._wrap(node, vals_out)
-        return Tracer(self, _edge(Edge, (node, 0)), out_avals[0], vals_out[0])
+        return Tracer(self, new_edge(Edge, (node, 0)), out_avals[0], vals_out[0])
 
     def _shared(self, node: Node, prim: Primitive, vals, params, concrete: bool):
         """The tracers of `node`, recorded before with the same inputs and params (CSE)."""
@@ -370,7 +368,8 @@ class Trace:
         them: one tracer, or a tuple for a primitive with several outputs."""
         avals = node.out_avals
         if len(avals) == 1 and not node.prim.multiple_results:  # the common case, kept short
-            return Tracer(self, _edge(Edge, (node, 0)), avals[0], None if vals is None else vals[0])
+            val = None if vals is None else vals[0]
+            return Tracer(self, new_edge(Edge, (node, 0)), avals[0], val)
         if vals is None:
             vals = (None,) * len(avals)
         return tuple(Tracer(self, Edge(node, i), a, v) for i, (a, v) in enumerate(zip(avals, vals)))
@@ -388,13 +387,14 @@ class Trace:
     def graph(self, inputs, outputs, *, in_tree=None, out_tree=None, name="f") -> Graph:
         """The graph of the nodes reachable from `outputs`, in the order they were recorded."""
         reach: set[Node] = set()
-        stack = [e.node for e in outputs]
+        stack = [e[0] for e in outputs]
         while stack:
             n = stack.pop()
             if n in reach:
                 continue
             reach.add(n)
-            stack.extend(e.node for e in n.inputs)
+            for e in n.inputs:
+                stack.append(e[0])
         nodes = with_consts([n for n in self.nodes if n in reach], outputs)
         return Graph(tuple(inputs), tuple(outputs), nodes, in_tree, out_tree, name)
 

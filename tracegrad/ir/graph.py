@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 
 from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval
+from tracegrad.ir.types import Aval, aval_of
 
 
 class Params(dict):
@@ -106,11 +106,18 @@ class Edge(tuple):
         return f"Edge({self[0]!r}, {self[1]})"
 
 
+#: `new_edge(Edge, (node, i))` is `Edge(node, i)` without `Edge.__new__`'s Python frame (a
+#: third of the cost), for the paths that make one edge per traced or recorded operation
+new_edge = tuple.__new__
+
+
 def _arg_impl(*args, **params):
     raise RuntimeError("tracegrad: an `arg` node has no value of its own; it is a graph input")
 
 
 def _const_shape(*, value):
+    if type(value) is np.ndarray or type(value) in (bool, int, float, complex):
+        return aval_of(value)  # the common cases: shared avals, no np.shape
     weak = isinstance(value, int | float | complex) and not isinstance(value, bool)
     return Aval(np.shape(value), _const_dtype(value), weak)
 

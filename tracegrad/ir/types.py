@@ -69,18 +69,45 @@ def is_float(dtype) -> bool:
     return np.dtype(dtype).kind in "fc"
 
 
+_INTERNED: dict = {}
+
+
+def interned_aval(shape: tuple, dtype: np.dtype, weak_type: bool = False) -> Aval:
+    """The one `Aval` of a shape, a dtype and a weak flag that the eager paths share: building
+    one costs a microsecond (its converters), and tables keyed by avals (the shape rules'
+    memo) compare shared ones by identity."""
+    key = (shape, dtype, weak_type)
+    aval = _INTERNED.get(key)
+    if aval is None:
+        if len(_INTERNED) > 10_000:
+            _INTERNED.clear()
+        aval = _INTERNED[key] = Aval(shape, dtype, weak_type)
+    return aval
+
+
+_SCALAR_AVALS = {
+    bool: Aval((), np.bool_, False),
+    int: Aval((), np.int64, True),
+    float: Aval((), np.float64, True),
+    complex: Aval((), np.complex128, True),
+}
+
+
 def aval_of(x) -> Aval:
     """The aval of a concrete value: Python scalars are weak, NumPy values are not."""
     if isinstance(x, np.ndarray | np.generic):
-        return Aval(x.shape, x.dtype)
+        return interned_aval(x.shape, x.dtype)
+    scalar = _SCALAR_AVALS.get(type(x))
+    if scalar is not None:
+        return scalar
     if isinstance(x, bool):
-        return Aval((), np.bool_, False)
+        return _SCALAR_AVALS[bool]
     if isinstance(x, int):
-        return Aval((), np.int64, True)
+        return _SCALAR_AVALS[int]
     if isinstance(x, float):
-        return Aval((), np.float64, True)
+        return _SCALAR_AVALS[float]
     if isinstance(x, complex):
-        return Aval((), np.complex128, True)
+        return _SCALAR_AVALS[complex]
     if type(x).__name__ in ("Tensor", "Parameter"):
         raise TypeError(
             f"tracegrad: the functional transforms take arrays, got a {type(x).__name__}; pass "

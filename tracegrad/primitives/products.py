@@ -169,7 +169,8 @@ def _promoted(g, x, y):
     x2 = x if len(xs) >= 2 else _reshape(x, (1,) + xs)
     y2 = y if len(ys) >= 2 else _reshape(y, ys + (1,))
     x2s, y2s = shape_of(x2), shape_of(y2)
-    batch = tuple(np.broadcast_shapes(x2s[:-2], y2s[:-2]))
+    xb, yb = x2s[:-2], y2s[:-2]
+    batch = xb if xb == yb else tuple(np.broadcast_shapes(xb, yb))  # (equal: the common case)
     return x2, y2, _reshape(g, batch + (x2s[-2], y2s[-1])), batch
 
 

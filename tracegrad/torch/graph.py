@@ -180,11 +180,16 @@ class GradFn(_Hooks):
         # a value the rule does not read was not saved (None): a stand-in of its shape
         values = self._values
         if not as_tensors:
-            if any(v is None for v in values):
-                values = [
-                    _stand_in(e.aval) if v is None else v for v, e in zip(values, node.inputs)
-                ]
-            return values, node.prim.result(self._saved_outs())
+            for v in values:
+                if v is None:
+                    values = [
+                        _stand_in(e.aval) if v is None else v for v, e in zip(values, node.inputs)
+                    ]
+                    break
+            outs = self._outs
+            if outs is None:
+                return values, node.prim.result(self._saved_outs())
+            return values, outs if node.prim.multiple_results else outs[0]
         # inputs as tensors linked into the graph: a handle on the producer's output, the leaf
         # itself, or the constant's value (no reference to user tensors: no cycles)
         ins = []

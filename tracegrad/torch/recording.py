@@ -18,7 +18,7 @@ import numpy as np
 
 from tracegrad import config
 from tracegrad.diagnostics import checks, provenance, tensor_causes
-from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node
+from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node, new_edge
 from tracegrad.ir.types import Aval
 from tracegrad.torch.grad_mode import _anomaly, _enabled
 from tracegrad.torch.graph import GradFn, edge_and_fn
@@ -62,7 +62,7 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
             fn = a._grad_fn
             if fn is not None:  # the common case, inlined: an edge into a recorded node
                 index = a._index
-                edge, nxt = Edge(fn.node, index), (fn, index)
+                edge, nxt = new_edge(Edge, (fn.node, index)), (fn, index)
             else:
                 edge, nxt = edge_and_fn(a)
                 if edge is None:

@@ -56,9 +56,10 @@ class _Cell:
 
 
 def _readonly(a) -> np.ndarray:
-    if not isinstance(a, np.ndarray):
+    if not isinstance(a, np.ndarray):  # a NumPy scalar (a 0-d op's result): a new array
         a = np.asarray(a)
-    if a.flags.writeable:
+        a.flags.writeable = False
+    elif a.flags.writeable:
         a.flags.writeable = False
     return a
 
