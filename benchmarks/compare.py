@@ -6,8 +6,9 @@ afterwards). Round k runs a child for A, then one for B (A, B, A, B, ...); each 
 tracegrad from its worktree (checked through `tracegrad.__file__`) and measures, with the
 current benchmarks/ code (compare_child.py; the worktrees' own benchmarks/ may be older), the
 medians over alternating inner rounds (benchmarks/harness.py) of the jitted MLP step of
-mlp_step.py (batch 64, 64 -> H -> 10, H = 32 and 256) and the 1,000-op scalar chain of
-grad_overhead.py through `tg.grad`, per op. The ratio B/A is taken per round, from the two
+mlp_step.py (batch 64, 64 -> H -> 10, H = 32 and 256), its gradient without jit (H = 32), and
+the 1,000-op scalar chain of grad_overhead.py through `tg.grad` and through the tensors'
+`.backward()`, per op. The ratio B/A is taken per round, from the two
 children that ran back to back, and summarised by its median and range over rounds, since a
 change in machine load between rounds moves both children of a round alike.
 
