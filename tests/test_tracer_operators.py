@@ -14,8 +14,8 @@ import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad.core import Tracer
 
-BINARY = ["add", "sub", "mul", "truediv", "pow", "lt", "le", "gt", "ge", "eq", "ne"]
-REFLECTED = ["add", "sub", "mul", "truediv", "pow"]
+BINARY = ["add", "sub", "mul", "truediv", "pow", "matmul", "lt", "le", "gt", "ge", "eq", "ne"]
+REFLECTED = ["add", "sub", "mul", "truediv", "pow", "matmul"]
 
 OPERANDS = [
     3,

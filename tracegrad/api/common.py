@@ -183,28 +183,37 @@ def check_float_inputs(
     check and message); `jacfwd` also refuses complex inputs without it (as JAX: its basis
     would push only real directions)."""
     for i in argnums:
-        leaves, paths = leaves_with_paths(args[i])
-        for x, path in zip(leaves, paths):
+        for x in tree.leaves(args[i]):  # the common case first: real floats, no paths built
             aval = x.aval if isinstance(x, Tracer) else aval_of(x)
-            if holomorphic and aval.dtype.kind != "c":
-                raise TypeError(
-                    f"{api} with holomorphic=True requires inputs with complex dtype, but got "
-                    f"{aval.dtype.name}."
-                )
-            if not is_float(aval.dtype):
-                raise TypeError(
-                    f"{api}({fname}) requires float inputs, but argument {i}{path} has dtype "
-                    f"{aval.dtype.name}. Differentiate with respect to float arguments only "
-                    "(convert with .astype(float), or leave this argument out of argnums)."
-                )
-            if api == "jacfwd" and not holomorphic and aval.dtype.kind == "c":
-                raise TypeError(
-                    "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
-                    f"np.floating), but got {aval.dtype.name}. For holomorphic "
-                    "differentiation, pass holomorphic=True. For differentiation of "
-                    "non-holomorphic functions involving complex inputs or integer inputs, use "
-                    "tracegrad.jvp directly."
-                )
+            if holomorphic or aval.dtype.kind != "f":
+                _check_leaves(args[i], i, fname, api, holomorphic)
+                break
+
+
+def _check_leaves(arg, i: int, fname: str, api: str, holomorphic: bool) -> None:
+    """`check_float_inputs` for argument `i`, its leaves named by their paths."""
+    leaves, paths = leaves_with_paths(arg)
+    for x, path in zip(leaves, paths):
+        aval = x.aval if isinstance(x, Tracer) else aval_of(x)
+        if holomorphic and aval.dtype.kind != "c":
+            raise TypeError(
+                f"{api} with holomorphic=True requires inputs with complex dtype, but got "
+                f"{aval.dtype.name}."
+            )
+        if not is_float(aval.dtype):
+            raise TypeError(
+                f"{api}({fname}) requires float inputs, but argument {i}{path} has dtype "
+                f"{aval.dtype.name}. Differentiate with respect to float arguments only "
+                "(convert with .astype(float), or leave this argument out of argnums)."
+            )
+        if api == "jacfwd" and not holomorphic and aval.dtype.kind == "c":
+            raise TypeError(
+                "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                f"np.floating), but got {aval.dtype.name}. For holomorphic "
+                "differentiation, pass holomorphic=True. For differentiation of "
+                "non-holomorphic functions involving complex inputs or integer inputs, use "
+                "tracegrad.jvp directly."
+            )
 
 
 def check_output_dtype(dtype, api: str, holomorphic: bool) -> None:

@@ -175,10 +175,12 @@ def with_consts(nodes: Sequence[Node], outputs: Sequence[Edge] = ()) -> tuple[No
     """
     present = set(nodes)
     consts: list[Node] = []
-    for e in [e for n in nodes for e in n.inputs] + list(outputs):
-        if e.node.prim is const_p and e.node not in present:
-            present.add(e.node)
-            consts.append(e.node)
+    for edges in [n.inputs for n in nodes] + [outputs]:
+        for e in edges:
+            src = e[0]
+            if src.prim is const_p and src not in present:
+                present.add(src)
+                consts.append(src)
     return tuple(consts) + tuple(nodes)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracegrad import core
-from tracegrad.numpy import _elementwise
+from tracegrad.numpy import _elementwise, _products
 
 # NumPy's operator mixin (which Boxed inherits) routes `t + 1` through np.add and back into
 # `Tracer.__array_ufunc__`, then `array_ufunc` and the elementwise function: five Python frames
@@ -25,6 +25,7 @@ _BINARY_OPERATORS = {
     "mul": np.multiply,
     "truediv": np.true_divide,
     "pow": np.power,
+    "matmul": np.matmul,
 }
 _COMPARISONS = {
     "lt": np.less,
@@ -40,7 +41,8 @@ _UNARY_OPERATORS = {"neg": np.negative}
 def _operator_primitive(ufunc):
     """The primitive that tracegrad.numpy's function of `ufunc`'s name binds and nothing else
     (the function `_dispatch.UFUNCS` maps the ufunc to), or None."""
-    return getattr(getattr(_elementwise, ufunc.__name__, None), "primitive", None)
+    module = _products if ufunc is np.matmul else _elementwise
+    return getattr(getattr(module, ufunc.__name__, None), "primitive", None)
 
 
 def _forward(prim, slow, tracer_type, direct):
@@ -108,10 +110,10 @@ def _install_operators(cls) -> None:
 
 def ufunc_primitives() -> dict:
     """{ufunc: the primitive tracegrad.numpy's function of that ufunc binds and nothing else}
-    (the elementwise functions, whose primitives' impls are the ufuncs themselves)."""
+    (the elementwise functions and matmul, whose primitives' impls are the ufuncs themselves)."""
     table = {}
-    for name in _elementwise.__all__:
-        prim = getattr(getattr(_elementwise, name), "primitive", None)
+    for fn in [getattr(_elementwise, name) for name in _elementwise.__all__] + [_products.matmul]:
+        prim = getattr(fn, "primitive", None)
         if prim is not None and isinstance(prim.impl, np.ufunc):
             table[prim.impl] = prim
     return table

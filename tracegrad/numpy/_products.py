@@ -54,6 +54,9 @@ def matmul(x1, x2, /, out=None, *, dtype=None):
     return products.matmul(asarray_or_tracer(x1), asarray_or_tracer(x2))
 
 
+matmul.primitive = products.matmul_p  # all it binds: Tracer's `@` binds it directly
+
+
 def dot(a, b, out=None):
     """`np.dot`."""
     _no_extras("dot", out=out)
