@@ -1,5 +1,6 @@
-"""An MLP training step (batch 64, 64 -> H -> 10, tanh, MSE, SGD) under jit, against a
-handwritten NumPy step (the limit) and peers, one thread each, alternating in one process.
+"""An MLP training step (batch 64, 64 -> H -> 10, tanh, MSE, SGD) under jit and without it
+(`tg.value_and_grad`; the PyTorch-style tensors running PyTorch's code), against a handwritten
+NumPy step (the limit) and peers, one thread each, alternating in one process.
 
 Run: python -m benchmarks.mlp_step [--quick]
 The handwritten step updates the parameters in place and reuses temporaries where natural.
@@ -14,6 +15,7 @@ import resource
 import numpy as np
 
 import tracegrad as tg
+import tracegrad.torch as ttorch
 from benchmarks.harness import Table, compare
 from benchmarks.report import cli, optional, skipped
 
@@ -121,6 +123,7 @@ def systems(h, x, y, torch, jax, autograd):
         "tracegrad jit donate": stateful(lambda p: jdonate(p, x, y), init(h)),
         "tracegrad no jit": stateful(lambda p: step(p, x, y), init(h)),
     }
+    out["tracegrad tensors"] = _torch_step(ttorch, h, x, y)  # the same code on the shim
     if jax is not None:
         out["jax.jit"] = _jax_step(jax, h, x, y)
     if torch is not None:

@@ -44,7 +44,7 @@ from tracegrad.ir.graph import (
     with_consts,
 )
 from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval, is_float
+from tracegrad.ir.types import Aval, interned_aval, is_float
 from tracegrad.lending import frozen_copy, is_lent, lend
 
 _current_trace: ContextVar[Trace | None] = ContextVar("tracegrad_trace", default=None)
@@ -287,7 +287,11 @@ class Trace:
             vals_out = (out,)
         if self.reverse_only:
             plan = prim.memo.get("reverse_reads") or _reverse_reads(prim)
-            if plan[0] or _small(vals_out):  # (numbers cost less kept than stood in for)
+            if plan[0] or (  # numbers cost less kept than stood in for
+                (type(vals_out[0]) is not np.ndarray or vals_out[0].nbytes <= _SMALL)
+                if len(vals_out) == 1
+                else _small(vals_out)
+            ):
                 self.values[node] = vals_out
             if plan[1]:
                 self._keep_inputs(node, plan, vals)
@@ -416,6 +420,9 @@ def _shape_rule(prim: Primitive, avals, params):
         return prim.shape(*avals, **params)
     if out is None:
         out = prim.shape(*avals, **params)
+        # the shared avals, so that the keys they become are compared by identity
+        if isinstance(out, Aval):
+            out = interned_aval(out.shape, out.dtype, out.weak_type)
         if len(memo) > 10_000:
             memo.clear()
         memo[key] = out
