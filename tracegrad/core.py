@@ -520,7 +520,7 @@ class Tracer(Boxed):
     its value. Operators and NumPy functions on a tracer record nodes.
 
     The operators come from NumPy's operator mixin (through `__array_ufunc__`), except the
-    common arithmetic and comparisons (`+ - * / **`, unary `-`, `< <= > >= == !=`), which
+    common arithmetic and comparisons (`+ - * / ** @`, unary `-`, `< <= > >= == !=`), which
     `tracegrad.numpy._operators` replaces with methods binding the primitive directly for
     tracer, scalar and array operands (the mixin's route for any other operand); it replaces
     `__array_ufunc__` likewise, so a plain elementwise ufunc call (`np.sin(t)`) binds its

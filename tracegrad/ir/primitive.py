@@ -145,7 +145,9 @@ class Primitive:
       layout: how the output sits in memory (`tracegrad.ir.layout.Layout`).
       view_of: the input a view layout refers to (default 0 for views).
       operator: the Python operator that gives the same bits on 0-d NumPy values ("+"); the
-        code generator writes it there (a tenth of a ufunc call's cost).
+        code generator writes it there (a tenth of a ufunc call's cost), and a concrete trace
+        computes two Python floats with it when `impl` is `np.add`, `np.subtract`,
+        `np.multiply` or `np.negative` (`float_impl`).
       torch_name: PyTorch's name for this node's backward (`"MulBackward0"`), or a function
         of the input avals giving it (`PowBackward0` / `PowBackward1`); derived from the name
         by default.
