@@ -258,3 +258,51 @@ def test_jit_and_escaped_tracers():
     assert "test_tracer_operators.py:" in str(fast.value)
     line = re.compile(r"test_tracer_operators\.py:\d+")
     assert line.sub("", str(fast.value)) == line.sub("", str(slow.value))
+
+
+# -- Python floats: a concrete trace computes + - * and unary - with Python's operators ---------
+
+_FLOAT_OPS = {
+    "add": (lambda t, b: t + b, np.add),
+    "radd": (lambda t, b: b + t, lambda a, b: np.add(b, a)),
+    "sub": (lambda t, b: t - b, np.subtract),
+    "rsub": (lambda t, b: b - t, lambda a, b: np.subtract(b, a)),
+    "mul": (lambda t, b: t * b, np.multiply),
+    "rmul": (lambda t, b: b * t, lambda a, b: np.multiply(b, a)),
+    "neg": (lambda t, b: -t, lambda a, b: np.negative(a)),
+}
+_EDGE_FLOATS = [0.0, -0.0, 1.5, -2.25, 5e-324, -5e-324, 1e308, -1e308, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("name", sorted(_FLOAT_OPS))
+def test_python_float_arithmetic_gives_numpys_bits(name):
+    # Python's operator (Primitive.float_impl) where NumPy's ufunc ran before: the same bits
+    # on every edge case (signed zeros, subnormals, overflow to inf, inf - inf, NaN), and the
+    # value stays a Python float (a weak scalar), as `.item()` of NumPy's result was
+    traced, numpy_op = _FLOAT_OPS[name]
+    for a in _EDGE_FLOATS:
+        for b in _EDGE_FLOATS:
+            seen = []
+
+            def f(t, b=b, seen=seen):
+                out = traced(t, b)
+                seen.append(out.val)
+                return out
+
+            tg.vjp(f, a)
+            with np.errstate(all="ignore"):
+                want = numpy_op(a, b).item()
+            (got,) = seen
+            assert type(got) is float, (name, a, b)
+            assert np.float64(got).tobytes() == np.float64(want).tobytes(), (name, a, b, got)
+
+
+def test_float_constants_keep_their_sign_and_are_shared():
+    # constants are keyed by value (0.0 and -0.0 by their bits): x * 0.0 and x * -0.0 differ
+    def f(x):
+        return x * 0.0, x * -0.0, x * 2.5, x * 2.5
+
+    graph = tg.make_graph(f)(-1.0)
+    assert graph.stats()["multiply"] == 3  # the two x * 2.5 are one node
+    zero, negative_zero, _, _ = tg.vjp(f, -1.0)[0]
+    assert np.signbit(zero) and not np.signbit(negative_zero)
