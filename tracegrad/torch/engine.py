@@ -443,25 +443,30 @@ class _Pass:
         for e, b in zip(root_edges, seeds):
             if e.node in active:
                 bars.add(e, b)
-        special, post = self.special, self.post
+        special, post, create, retain = self.special, self.post, self.create, self.retain
+        pending = bars.bars
         for fn in reversed(order):
             node = fn.node
             if node not in active:
                 continue
-            bar = bars.pop(node)
+            prim = node.prim
+            if prim.multiple_results:
+                bar = bars.pop(node)
+            else:  # the common case, written out
+                bar = pending.pop((node, 0), None)
             if bar is not None and node in special:
                 bar = self.before(node, bar)
             if bar is None:
                 continue
-            primals, out = fn.saved(self.create)
-            if not self.retain and fn._on_release is None:
+            primals, out = fn.saved(create)
+            if not retain and fn._on_release is None:
                 fn.release()  # the rule has what it reads; the node keeps nothing, as PyTorch
             in_bars = vjp_step(node, bar, primals, out, active)
             if node in post:
                 in_bars = self.after(node, bar, in_bars)
-            custom = not node.prim.registered  # a custom Function's node (see below)
+            custom = not prim.registered  # a custom Function's node (see below)
             for e, b in zip(node.inputs, in_bars):
-                if e.node not in active:  # constants take no cotangent
+                if e[0] not in active:  # constants take no cotangent
                     continue
                 if b is None and not custom:
                     # A rule's None is a zero derivative (floor, sign, round, a where's other

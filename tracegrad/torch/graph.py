@@ -165,8 +165,8 @@ class GradFn(_Hooks):
         state = self._state
         node = self.node
         if state == GradFn.NOTHING:
-            ins = [_stand_in(e.aval) for e in node.inputs]
-            return ins, node.prim.result([_stand_in(a) for a in node.out_avals])
+            ins = [_stand_in(e[0].out_avals[e[1]]) for e in node.inputs]
+            return ins, self._stood_in_outs()
         if state == GradFn.FREED:
             raise RuntimeError(FREED + tensor_causes.freed(self))
         for cell, version, owner in self._versions:
@@ -183,12 +183,13 @@ class GradFn(_Hooks):
             for v in values:
                 if v is None:
                     values = [
-                        _stand_in(e.aval) if v is None else v for v, e in zip(values, node.inputs)
+                        _stand_in(e[0].out_avals[e[1]]) if v is None else v
+                        for v, e in zip(values, node.inputs)
                     ]
                     break
             outs = self._outs
             if outs is None:
-                return values, node.prim.result(self._saved_outs())
+                return values, self._stood_in_outs()
             return values, outs if node.prim.multiple_results else outs[0]
         # inputs as tensors linked into the graph: a handle on the producer's output, the leaf
         # itself, or the constant's value (no reference to user tensors: no cycles)
@@ -203,14 +204,17 @@ class GradFn(_Hooks):
             else:
                 ins.append(value)
         if self._outs is None:
-            return ins, node.prim.result(self._saved_outs())
+            return ins, self._stood_in_outs()
         outs = [Tensor._wrap(v, self, i) for i, v in enumerate(self._outs)]
         return ins, node.prim.result(outs)
 
-    def _saved_outs(self) -> tuple:
-        if self._outs is None:  # the rule does not read its outputs
-            return tuple(_stand_in(a) for a in self.node.out_avals)
-        return self._outs
+    def _stood_in_outs(self):
+        """Stand-ins for the outputs of a node whose rule does not read them, as the rule
+        takes them (one value, or a tuple for a primitive with several outputs)."""
+        node = self.node
+        if not node.prim.multiple_results:  # the common case, without a tuple
+            return _stand_in(node.out_avals[0])
+        return tuple([_stand_in(a) for a in node.out_avals])
 
     def __getattr__(self, name: str):
         # PyTorch's `grad_fn._saved_self` / `_saved_other` / `_saved_result`

@@ -33,14 +33,17 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     primitive is differentiable and the result is floating point.
     """
     values = []
-    needs = False
+    wants = 0  # bit i set: args[i] is a tensor that requires grad
+    bit = 1
     for a in args:
         if isinstance(a, Tensor):
             values.append(a._cell.value)
             if a._requires_grad:
-                needs = True
+                wants |= bit
         else:
             values.append(a)
+        bit += bit
+    needs = wants != 0
     out = prim.impl(*values, **params)
     if config.debug_nans or config.debug_infs:  # tracegrad.diagnostics
         checks.check(prim.name, values, prim.results(out), provenance.current())
@@ -55,7 +58,7 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     edges = []
     nexts = []
     versions = []
-    stamps = _stamped_inputs(prim, args)
+    stamps = _stamped_inputs(prim, len(args), wants)
     reads = prim.vjp_reads
     for i, (a, v) in enumerate(zip(args, values)):
         if isinstance(a, Tensor):
@@ -88,18 +91,27 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
 _NONE: frozenset = frozenset()
 
 
-def _stamped_inputs(prim, args) -> frozenset | range:
+def _stamped_inputs(prim, n_args: int, wants: int) -> frozenset | range:
     """Positions of the float inputs whose values this node's backward will read, so an
     in-place change of them must raise at backward: PyTorch saves exactly those (`x * 3`
     saves no `x`, `X @ w` with a constant `X` saves `X` but not `w`: a bilinear rule reads
-    an input only for the other inputs' gradients)."""
+    an input only for the other inputs' gradients). `wants` has bit i set when input i
+    requires grad; the answer depends on nothing else, so it is kept on the primitive per
+    pattern (for up to 8 inputs: a variadic primitive's patterns are too many to keep)."""
     if "inputs" not in prim.vjp_reads:
         return _NONE
-    grad = [isinstance(a, Tensor) and a._requires_grad for a in args]
-    n = sum(grad)
-    if prim.bilinear:
-        return frozenset(i for i in range(len(args)) if n - grad[i] > 0)
-    return range(len(args)) if n else _NONE
+    key = ("stamped_inputs", n_args, wants)
+    found = prim.memo.get(key)
+    if found is None:
+        grad = [(wants >> i) & 1 for i in range(n_args)]
+        n = sum(grad)
+        if prim.bilinear:
+            found = frozenset(i for i in range(n_args) if n - grad[i] > 0)
+        else:
+            found = range(n_args) if n else _NONE
+        if n_args <= 8:
+            prim.memo[key] = found
+    return found
 
 
 def _saved_inputs(prim, args, values, stamps) -> tuple:

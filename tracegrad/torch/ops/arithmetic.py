@@ -163,7 +163,7 @@ negative = neg
 def _unary(prim, torch_name=None, *, floating=True):
     def f(input):
         x = _as_tensor(input)
-        if floating and x.dtype.kind in "biu":
+        if floating and x._cell.value.dtype.kind in "biu":
             x = x._astype(get_default_dtype())
         out = _apply(prim, x)
         return _named(out, torch_name) if torch_name else out

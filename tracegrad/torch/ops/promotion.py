@@ -141,14 +141,21 @@ def _mismatch(a, b) -> str | None:
 
 
 def _binary_op(prim, a, b, floating):
-    # fast paths: the same dtype on both sides, or a float tensor with a Python number
+    # fast paths: the same dtype on both sides, or a float tensor with a Python number; on
+    # them, no trace active, straight to `record` (`_apply` written out: every binary operator
+    # of the tensors passes here)
     if isinstance(a, Tensor):
+        da = a._cell.value.dtype
         if isinstance(b, Tensor):
-            if a.dtype == b.dtype and (not floating or a.dtype.kind in "fc"):
-                return _apply(prim, a, b)
-        elif type(b) in (int, float) and a.dtype.kind in "fc":
-            return _apply(prim, a, b)
-    elif type(a) in (int, float) and isinstance(b, Tensor) and b.dtype.kind in "fc":
+            if da == b._cell.value.dtype and (not floating or da.kind in "fc"):
+                if _current_trace.get() is None:
+                    return record(prim, (a, b), _NO_PARAMS)
+                return bind(prim, a, b)
+        elif type(b) in (int, float) and da.kind in "fc":
+            if _current_trace.get() is None:
+                return record(prim, (a, b), _NO_PARAMS)
+            return bind(prim, a, b)
+    elif type(a) in (int, float) and isinstance(b, Tensor) and b._cell.value.dtype.kind in "fc":
         return _apply(prim, a, b)
     dtype = result_type(a, b)
     if floating and dtype.kind in "biu":
