@@ -251,10 +251,11 @@ class Trace:
         in_edges = tuple(edges)
         if params:
             params = Params(params)
-            key = (prim, params.key(), *in_edges) if self.cse else None
+            pkey = params.key()  # (one pass over the params serves CSE and the shape memo)
         else:
             params = EMPTY_PARAMS
-            key = (prim, (), *in_edges) if self.cse else None
+            pkey = ()
+        key = (prim, pkey, *in_edges) if self.cse else None
         if key is not None:
             try:
                 node = self._cse_table.get(key)
@@ -263,7 +264,7 @@ class Trace:
             if node is not None:
                 return self._shared(node, prim, vals, params, concrete)
         avals = [e[0].out_avals[e[1]] for e in in_edges]
-        out_avals = prim.results(_shape_rule(prim, avals, params))
+        out_avals = prim.results(_shape_rule(prim, avals, params, pkey))
         node = Node(prim, in_edges, params, out_avals)
         self.nodes.append(node)
         if key is not None:
@@ -410,11 +411,12 @@ def _diagnose(node: Node, vals, vals_out) -> None:
         _checks.check_node(node, vals, vals_out)
 
 
-def _shape_rule(prim: Primitive, avals, params):
-    """`prim.shape(*avals, **params)`, memoized per primitive: programs repeat signatures."""
+def _shape_rule(prim: Primitive, avals, params, pkey: tuple):
+    """`prim.shape(*avals, **params)`, memoized per primitive: programs repeat signatures.
+    `pkey` is `params.key()` (params told apart by their floats' bits)."""
     memo = prim.shape_memo
     try:
-        key = (params, *avals)
+        key = (pkey, *avals)
         out = memo.get(key)
     except TypeError:  # unhashable params (a constant's array)
         return prim.shape(*avals, **params)

@@ -183,10 +183,13 @@ def check_float_inputs(
     check and message); `jacfwd` also refuses complex inputs without it (as JAX: its basis
     would push only real directions)."""
     for i in argnums:
-        for x in tree.leaves(args[i]):  # the common case first: real floats, no paths built
+        arg = args[i]
+        if type(arg) is np.ndarray and arg.dtype.kind == "f" and not holomorphic:
+            continue  # the commonest case: one real float array (no pytree walked)
+        for x in tree.leaves(arg):  # the common case first: real floats, no paths built
             aval = x.aval if isinstance(x, Tracer) else aval_of(x)
             if holomorphic or aval.dtype.kind != "f":
-                _check_leaves(args[i], i, fname, api, holomorphic)
+                _check_leaves(arg, i, fname, api, holomorphic)
                 break
 
 

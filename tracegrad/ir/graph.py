@@ -41,7 +41,12 @@ class Params(dict):
     def key(self) -> tuple:
         """A hashable key that tells floats apart by their bits (0.0 and -0.0 are equal as
         values, but a node built with one is not the node built with the other)."""
-        return tuple(sorted((k, _bits(v)) for k, v in self.items()))
+        items = []
+        for k, v in self.items():  # (a loop, not a generator: bind builds one key per op)
+            t = type(v)
+            items.append((k, v) if t is int or t is bool or t is str else (k, _bits(v)))
+        items.sort()
+        return tuple(items)
 
     def _readonly(self, *args, **kwargs):
         raise TypeError("Params are immutable; build a new node with attrs.evolve")
@@ -56,10 +61,14 @@ EMPTY_PARAMS = Params()
 
 
 def _bits(v):
-    if type(v) is float:
+    t = type(v)
+    if t is float:
         return ("float", v.hex())
-    if type(v) is tuple:
-        return tuple(_bits(x) for x in v)
+    if t is tuple:
+        for x in v:
+            if type(x) is float or type(x) is tuple:
+                return tuple([_bits(x) for x in v])
+        return v  # no float inside (axes, shapes): itself, without a new tuple
     return v
 
 

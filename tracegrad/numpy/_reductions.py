@@ -12,6 +12,7 @@ argmax/argmin/cumsum/cumprod flattens first, as NumPy does.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -91,17 +92,30 @@ def _divide_count(s, n):
     keeps the graph to one divide. (Not for complex64: a complex quotient multiplies by 1/n,
     whose rounding depends on the precision.)
     """
-    dtype = np.dtype(s.dtype)
+    dtype = s.dtype
     f = float(n)
+    wide = _divided_in(dtype, f)
+    if wide is None:
+        return bind(ew.divide_p, s, f)
+    return cast(bind(ew.divide_p, cast(s, wide), f), dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _divided_in(dtype: np.dtype, f: float) -> np.dtype | None:
+    """The dtype `_divide_count` divides a sum of `dtype` by the count `f` in: None for
+    `dtype` itself (NumPy's loop dtype, or a float dtype holding `f` exactly), else the wide
+    dtype of NumPy's loop. (Per dtype and count: means repeat them, and finding out costs
+    more than the division's dispatch.)"""
+    dtype = np.dtype(dtype)
     wide = np.result_type(dtype, np.intp)  # the dtype of NumPy's loop
     if dtype == wide:
-        return bind(ew.divide_p, s, f)
+        return None
     if dtype.kind == "f":
         with np.errstate(over="ignore"):
             exact = float(np.asarray(f).astype(dtype)) == f
         if exact:
-            return bind(ew.divide_p, s, f)
-    return cast(bind(ew.divide_p, cast(s, wide), f), dtype)
+            return None
+    return wide
 
 
 def _normalized(fname, a, axis):
@@ -244,7 +258,8 @@ amin = _chooser("amin", reduction.min, masked.min_where, "minimum")
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """`numpy.mean`, as `numpy._core._methods._mean`: sum, then divide by the count (with
     `where=`, the masked sum divided by the count of selected elements)."""
-    _reject("mean", out=out is not None)
+    if out is not None:
+        _reject("mean", out=True)
     arr = as_array(a)
     axis, keepdims = _normalized("mean", arr, axis), _keepdims(keepdims)
     is_float16_result = False
