@@ -22,7 +22,7 @@ from tracegrad import tree
 from tracegrad.core import Tracer, new_trace
 from tracegrad.interpret import eval_graph
 from tracegrad.ir.graph import Graph, Node, const_p
-from tracegrad.ir.types import Aval, aval_of, is_float
+from tracegrad.ir.types import Aval, aval_of, interned_aval, is_float
 from tracegrad.lending import array_chain
 from tracegrad.transforms.simplify import simplify
 from tracegrad.transforms.vjp import saved_reader, value_reader
@@ -40,6 +40,8 @@ class Traced:
 
 
 def _input(trace, x, concrete: bool):
+    if type(x) is np.ndarray:  # the common case first
+        return trace.new_arg(interned_aval(x.shape, x.dtype), x if concrete else None)
     if isinstance(x, Aval):
         return trace.new_arg(x, None)
     if isinstance(x, Tracer):
@@ -187,8 +189,11 @@ def check_float_inputs(
         if type(arg) is np.ndarray and arg.dtype.kind == "f" and not holomorphic:
             continue  # the commonest case: one real float array (no pytree walked)
         for x in tree.leaves(arg):  # the common case first: real floats, no paths built
-            aval = x.aval if isinstance(x, Tracer) else aval_of(x)
-            if holomorphic or aval.dtype.kind != "f":
+            if type(x) is np.ndarray:
+                kind = x.dtype.kind
+            else:
+                kind = (x.aval if isinstance(x, Tracer) else aval_of(x)).dtype.kind
+            if holomorphic or kind != "f":
                 _check_leaves(arg, i, fname, api, holomorphic)
                 break
 
@@ -394,6 +399,9 @@ def split_aux(out_tree, outs, has_aux: bool, fname: str, api: str):
 
 def to_output(v, like):
     """A gradient as a NumPy value of the input's shape and dtype."""
+    if type(v) is np.ndarray and type(like) is np.ndarray:  # the common case first
+        if v.dtype == like.dtype and v.shape == like.shape:
+            return v
     aval = like.aval if isinstance(like, Tracer) else aval_of(like)
     if isinstance(v, Tracer):
         return v

@@ -105,7 +105,7 @@ def value_and_grad(
         if isinstance(out_k, Tracer) and out_k._trace.alive:
             seeds[k] = out_k._trace.constant(1.0)  # traced: no full-size folded constants
         else:  # the seed as the backward pass takes it (`conform`'s 0-d array), made directly
-            seeds[k] = np.ones((), out_aval.dtype)
+            seeds[k] = np.array(1, out_aval.dtype)
         n_in = len(flat)
         wrt = [True] * n_in + [False] * len(traced.captured)
         bars = backward_pass(graph, run.read, seeds, wrt, release=run.release)[:n_in]

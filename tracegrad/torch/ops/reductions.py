@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -68,7 +69,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         )
     axes = _dims(dim, x.ndim)
     axes = tuple(range(x.ndim)) if axes is None else axes
-    count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    shape = x.shape
+    count = math.prod([shape[a] for a in axes])  # (1 for no axes)
     with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, quietly
         out = div(broadcasting.sum(x, axes, keepdim), count)
     name = "MeanBackward0" if dim is None else "MeanBackward1"
@@ -91,7 +93,8 @@ def var(input, dim=None, *, correction=1, keepdim=False, unbiased=None):
     x = _as_tensor(input)
     axes = _dims(dim, x.ndim)
     axes = tuple(range(x.ndim)) if axes is None else axes
-    n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    shape = x.shape
+    n = math.prod([shape[a] for a in axes])  # (1 for no axes)
     centered = sub(x, mean(x, axes, keepdim=True))
     if x.dtype.kind == "c":  # |z - mean|^2, real, as PyTorch's (and NumPy's) variance
         re, im = ew.real(centered), ew.imag(centered)
