@@ -229,6 +229,7 @@ class Trace:
         # inline rather than through the helpers below, which keep the general cases.
         edges = []
         vals = []
+        avals = []  # (a tracer's aval is its edge's: read here, not from the edges below)
         concrete = True
         has_tracer = False
         for a in args:
@@ -237,6 +238,7 @@ class Trace:
                 if a._trace is not self:
                     a = self.lift(a)
                 edges.append(a.edge)
+                avals.append(a.aval)
                 if a.val is None:
                     concrete = False
                 vals.append(a.val)
@@ -245,6 +247,7 @@ class Trace:
                     self._check_constant_tensor(a, prim)
                     a = a._constant_value()
                 edges.append(None)
+                avals.append(None)
                 vals.append(a)
         if not has_tracer:
             # Nothing traced flows in: a constant computation, evaluated now (folded), or an
@@ -253,7 +256,8 @@ class Trace:
         if None in edges:
             for i, e in enumerate(edges):
                 if e is None:
-                    edges[i] = self.const_edge(vals[i])
+                    e = edges[i] = self.const_edge(vals[i])
+                    avals[i] = e[0].out_avals[0]
         in_edges = tuple(edges)
         if params:
             params = Params(params)
@@ -269,7 +273,6 @@ class Trace:
                 key = node = None
             if node is not None:
                 return self._shared(node, prim, vals, params, concrete)
-        avals = [e[0].out_avals[e[1]] for e in in_edges]
         out_avals = prim.results(_shape_rule(prim, avals, params, pkey))
         node = Node(prim, in_edges, params, out_avals)
         self.nodes.append(node)
@@ -330,7 +333,7 @@ class Trace:
         freed with it, as a handwritten gradient frees it (the matmul before a tanh: tanh's
         rule reads its output). Any traced input may want a cotangent (which ones do is known
         only when the reverse pass starts); constants never do, and hold their own values.
-        With the outputs `trace_flat` keeps and what `backward_pass`'s `release` frees, each
+        With the outputs `trace_flat` keeps and what `backward_pass`'s `free` drops, each
         value lives until its last reader has run."""
         _, inputs, bilinear = plan
         edges = node.inputs

@@ -283,11 +283,6 @@ class Run:
         self.graph = graph
         self.outputs = [self.read(e.node)[e.index] for e in graph.outputs]
 
-    def release(self, node: Node) -> None:
-        # the forward value of `node` is needed by no rule still to run (reverse order)
-        if node.prim is not const_p:
-            self.values.pop(node, None)
-
 
 class _TakenOnce(dict):
     """Values an interpreter run reads once each (`eval_graph`'s `known`): handed over on

@@ -108,7 +108,7 @@ def value_and_grad(
             seeds[k] = np.array(1, out_aval.dtype)
         n_in = len(flat)
         wrt = [True] * n_in + [False] * len(traced.captured)
-        bars = backward_pass(graph, run.read, seeds, wrt, release=run.release)[:n_in]
+        bars = backward_pass(graph, run.read, seeds, wrt, free=run.values)[:n_in]
         grads = [to_output(b, x) for b, x in zip(bars, flat)]
         grads_tree = tree.unflatten(diff_tree, grads)
         value = run.outputs[k]

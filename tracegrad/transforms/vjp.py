@@ -145,14 +145,15 @@ def backward_pass(
     read: Reader,
     out_bars: Sequence,
     wrt: Sequence[bool],
-    release: Callable[[Node], None] | None = None,
+    free: dict | None = None,
 ) -> list:
     """Cotangents of `graph.inputs` (None where none flows) given the outputs' cotangents.
 
     `read(node)` gives the forward values of a node's outputs: arrays to compute gradients
-    now, tracers to record them. `release(node)` is called once a node's forward values are
-    no longer needed (its own rule has run), so a caller can free them, as PyTorch frees
-    saved tensors.
+    now, tracers to record them. `free`, the table (node -> values) that `read` reads from,
+    loses each node's entry once its own rule has run (no rule still to run reads it), so
+    the values are freed as PyTorch frees saved tensors. (A table rather than a callback:
+    one C call per node.)
     """
     active = active_nodes(graph, wrt)
     bars = Cotangents()
@@ -175,8 +176,8 @@ def backward_pass(
                 for e, b in zip(inputs, vjp_step(node, bar, primals, out, active)):
                     if b is not None and e[0] in active:  # constants take no cotangent
                         bars.add(e, b)
-        if release is not None:
-            release(node)
+        if free is not None:
+            free.pop(node, None)
     return [bars.pop(e.node) for e in graph.inputs]
 
 
