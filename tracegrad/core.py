@@ -273,7 +273,13 @@ class Trace:
                 key = node = None
             if node is not None:
                 return self._shared(node, prim, vals, params, concrete)
-        out_avals = prim.results(_shape_rule(prim, avals, params, pkey))
+        try:  # the shape memo's hit, inline (`_shape_rule` computes and keeps a miss)
+            shaped = prim.shape_memo.get((pkey, *avals))
+        except TypeError:  # unhashable params (a constant's array)
+            shaped = None
+        if shaped is None:
+            shaped = _shape_rule(prim, avals, params, pkey)
+        out_avals = prim.results(shaped)
         node = Node(prim, in_edges, params, out_avals)
         self.nodes.append(node)
         if key is not None:
