@@ -443,6 +443,20 @@ def test_a_broadcast_that_sets_the_shape_is_kept():
     assert _count(s, "broadcast_to") == 1
 
 
+def test_a_broadcast_left_with_one_reader_is_hoisted_in_the_same_simplify():
+    # `-b` comes first, while `b * c` still reads the broadcast; the multiply reads `k` itself
+    # (unbroadcast), and only then is `-b` the broadcast's one reader, hoisted on a further
+    # sweep: simplify must not stop before it (a second simplify would change the graph)
+    def f(k, c):
+        b = np.broadcast_to(k, (1, 3))
+        return -b * np.cos(c), b * np.sin(c)
+
+    k, c = np.linspace(-1.0, 1.0, 3), np.linspace(0.5, 1.5, 3).reshape(1, 3)
+    graph, s = _simplified(f, k, c)  # (checks that simplify(s) is s)
+    assert _count(s, "broadcast_to") == 0 and _count(s, "negative") == 1
+    assert_bitwise_equal(s(k, c), f(k, c))
+
+
 def test_integer_sum_over_size_one_axes_becomes_a_reshape():
     x = np.arange(6).reshape(2, 1, 3)
     f = lambda x: np.sum(x * 2, axis=1) + np.sum(x * 2, axis=(1,), keepdims=True)  # noqa: E731

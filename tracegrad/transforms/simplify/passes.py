@@ -3,7 +3,8 @@
 Each but `dce` (one backward liveness sweep) is the sweep of `rewrite` with some of its parts
 switched on, and each verifies its result when `config.debug` is set. `simplify` repeats the
 full sweep until it creates nothing new, since one sweep in topological order leaves only the
-nodes its own rules made unsimplified.
+nodes its own rules made unsimplified (and those a later rewrite made the only reader of a
+broadcast, which the hoisting rule looks for).
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ def simplify(
         graph = sweep.run()
         pruned = prune_outputs(graph)  # (a loop's dead outputs: its body is simplified again)
         # One sweep in topological order sees every node after its inputs were final, so only
-        # the nodes the rules created (say x*x for x**2) were not simplified themselves.
-        if not sweep.created and pruned is graph:
+        # the nodes the rules created (say x*x for x**2) were not simplified themselves, and
+        # the nodes a later rewrite left the only reader of a broadcast (see `_Pass.unread`).
+        if not sweep.created and not sweep.unread and pruned is graph:
             break
         graph = pruned
     return _debug_verify(graph)

@@ -118,6 +118,9 @@ class _Pass:
         self.readers: dict[Node, int] | None = None  # reads per node, counted when needed
         self.facts: dict = {}  # (const node, predicate) -> bool, computed once
         self.created = 0  # nodes made by rules (not yet simplified themselves)
+        # broadcasts that lost a reader to `unbroadcast`: a unary node on one, visited before
+        # in this sweep, may now hoist it (`only_reader` counts readers), in one more sweep
+        self.unread = 0
         # a loop whose body extends another loop's (the forward scan of a vjp): see `merged`
         self.extends: dict = {}
         self.early: set[Node] = set()
@@ -217,6 +220,8 @@ class _Pass:
             trial[k] = x
             if np.broadcast_shapes(*(t.aval.shape for t in trial)) == shape:
                 new = trial
+                if self.reads(e.node) > 1:  # it may be left with one reader
+                    self.unread += 1
         return ins if new is None else tuple(new)
 
     def only_reader(self, node: Node, new: Edge) -> bool:
@@ -227,12 +232,16 @@ class _Pass:
             return False
         if b in self.out_nodes or node in self.out_nodes:  # (an output stays a fresh array)
             return False
+        return self.reads(b) == 1
+
+    def reads(self, node: Node) -> int:
+        """How many inputs of the graph's nodes read `node` (counted once per sweep)."""
         if self.readers is None:
             self.readers = {}
             for n in self.graph.nodes:
                 for e in n.inputs:
                     self.readers[e.node] = self.readers.get(e.node, 0) + 1
-        return self.readers.get(b, 0) == 1
+        return self.readers.get(node, 0)
 
     def hoist_broadcast(self, node: Node, b: Edge) -> Edge | None:
         """A unary elementwise node on `broadcast_to(x)` as `broadcast_to(node(x))`: the same
