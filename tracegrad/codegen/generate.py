@@ -361,7 +361,10 @@ def source(graph: Graph, reuse_buffers: bool = True) -> str:
 # NumPy's scalar fast path gives the same bits as the ufunc at a tenth of the cost (a ufunc
 # call on a NumPy scalar builds a 0-d array). Only where an operand is a NumPy value: two
 # Python scalars would do Python's own (unbounded-int) arithmetic, so weak-only operations
-# keep the ufunc.
+# keep the ufunc. Not for a complex product: NumPy's scalar multiply rounds differently from
+# the ufunc's loop (about 4 random complex64 or complex128 products in 10 differ in a last
+# bit), so it keeps the ufunc too.
+_UFUNC_ONLY = {("*", "c")}
 
 
 def _scalar_operator(node: Node, args: list[str]) -> str | None:
@@ -369,7 +372,7 @@ def _scalar_operator(node: Node, args: list[str]) -> str | None:
     if op is None:
         return None
     aval = node.out_avals[0]
-    if aval.shape or aval.dtype.kind not in "fc":
+    if aval.shape or aval.dtype.kind not in "fc" or (op, aval.dtype.kind) in _UFUNC_ONLY:
         return None
     if len(args) == 1:
         return f"({op}{args[0]})" if not node.inputs[0].aval.weak_type else None
