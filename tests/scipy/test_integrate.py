@@ -113,6 +113,23 @@ def test_gradients_in_y0_t_and_args_match_finite_differences():
     np.testing.assert_allclose(g_a, _fd(lambda x: _loss_np(Y0, T, x), A)[0], rtol=1e-6)
 
 
+def test_gradient_in_a_float32_arg_is_the_float64_one_to_float32_precision():
+    # the adjoint integrates the arg's cotangent in float64: one rounded to float32 at every
+    # evaluation made the right-hand side too rough for the tolerance, and LSODA gave up
+    def loss(k, y0):
+        ys = ti.odeint(lambda y, t, k: k * tnp.sin(y) + tnp.cos(t) * 0.5, y0, T[:3], (k,), **TIGHT)
+        return tnp.sum(ys**2)
+
+    k64 = np.array([0.25, 0.28125])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ODEintWarning (excess work done)
+        g32 = tg.grad(loss, argnums=(0, 1))(k64.astype(np.float32), Y0)
+    g64 = tg.grad(loss, argnums=(0, 1))(k64, Y0)
+    assert g32[0].dtype == np.float32 and g32[1].dtype == np.float64
+    np.testing.assert_allclose(g32[0], g64[0], rtol=1e-6)
+    np.testing.assert_allclose(g32[1], g64[1], rtol=1e-9)
+
+
 def _rk4(f, y0, t, args, steps):
     """A fixed-step RK4 through the times `t`, `steps` steps per interval, with tracegrad ops
     (tg.grad differentiates through every step: the discretize-then-differentiate oracle)."""

@@ -140,7 +140,9 @@ def _adjoint_graph(func: Graph) -> Graph:
             env = eval_graph(func, [y, t, *extra], keep_all=True)
             read = value_reader(env)
             f = read(func.outputs[0].node)[func.outputs[0].index]
-            bars = backward_pass(func, read, [a], wrt)
+            # the extras' cotangents in float64 (a float32 one, rounded, would make the
+            # right-hand side too rough for the solver's tolerance)
+            bars = backward_pass(func, read, [a], wrt, wide_inputs=True)
             avals = [y_av, t_av, *e_av]
             parts = [_flat(f)]
             for k, b in enumerate(bars):

@@ -21,7 +21,7 @@ import numpy as np
 
 from tracegrad import config
 from tracegrad.diagnostics import checks, provenance
-from tracegrad.ir.graph import Edge, Graph, Node, const_p
+from tracegrad.ir.graph import Edge, Graph, Node, arg_p, const_p
 from tracegrad.ir.types import is_float, shape_of
 from tracegrad.primitives.elementwise import astype, convert
 from tracegrad.transforms.partial import Split, linear_split
@@ -81,10 +81,16 @@ def active_nodes(graph: Graph, wrt: Sequence[bool]) -> set[Node]:
 
 
 class Cotangents:
-    """Cotangents per edge, summed over the edge's uses (callers add only to active edges)."""
+    """Cotangents per edge, summed over the edge's uses (callers add only to active edges).
 
-    def __init__(self):
+    `wide_inputs`: a graph input's real cotangent keeps a wider float dtype than the input's
+    (float64 for a float32 input) instead of being rounded to it, for a caller that goes on
+    computing with it (the adjoint system of an ODE, whose solver needs a smooth right-hand
+    side: a float32-rounded one makes a tolerance of 1e-12 unreachable)."""
+
+    def __init__(self, wide_inputs: bool = False):
         self.bars: dict = {}
+        self.wide_inputs = wide_inputs
 
     def add(self, edge: Edge, bar) -> None:
         aval = edge[0].out_avals[edge[1]]
@@ -95,9 +101,10 @@ class Cotangents:
             or dtype.kind not in "fc"
             or (bar.shape != aval.shape)
         ):
-            bar = conform(bar, aval, "vjp", edge[0].prim.name)
-            if bar is None:
-                return
+            if not (self.wide_inputs and _wider_input_cotangent(edge, aval, bar)):
+                bar = conform(bar, aval, "vjp", edge[0].prim.name)
+                if bar is None:
+                    return
         old = self.bars.get(edge)
         self.bars[edge] = bar if old is None else old + bar
 
@@ -109,6 +116,20 @@ class Cotangents:
             return self.bars.pop((node, 0), None)
         bars = [self.bars.pop((node, i), None) for i in range(len(node.out_avals))]
         return None if all(b is None for b in bars) else tuple(bars)
+
+
+def _wider_input_cotangent(edge: Edge, aval, bar) -> bool:
+    """Whether `bar`, for `edge`, is a graph input's real cotangent of its shape in a wider
+    float dtype than the input's (kept as it is with `Cotangents.wide_inputs`)."""
+    dtype = getattr(bar, "dtype", None)
+    return (
+        edge[0].prim is arg_p
+        and dtype is not None
+        and dtype.kind == "f"
+        and aval.dtype.kind == "f"
+        and dtype.itemsize > aval.dtype.itemsize
+        and shape_of(bar) == aval.shape
+    )
 
 
 def conform(value, aval, rule: str, prim_name: str):
@@ -146,6 +167,7 @@ def backward_pass(
     out_bars: Sequence,
     wrt: Sequence[bool],
     free: dict | None = None,
+    wide_inputs: bool = False,
 ) -> list:
     """Cotangents of `graph.inputs` (None where none flows) given the outputs' cotangents.
 
@@ -153,10 +175,10 @@ def backward_pass(
     now, tracers to record them. `free`, the table (node -> values) that `read` reads from,
     loses each node's entry once its own rule has run (no rule still to run reads it), so
     the values are freed as PyTorch frees saved tensors. (A table rather than a callback:
-    one C call per node.)
+    one C call per node.) `wide_inputs`: see `Cotangents`.
     """
     active = active_nodes(graph, wrt)
-    bars = Cotangents()
+    bars = Cotangents(wide_inputs)
     for e, b in zip(graph.outputs, out_bars):
         if b is not None and e.node in active:
             bars.add(e, b)

@@ -14,11 +14,13 @@ from tests import strategies as S
 from tests.primitives.samples.row import Sample
 from tracegrad.primitives import special as sp
 
-INT, SIGNED = "int", "signed"
+INT, SIGNED, AROUND = "int", "signed", "around"
 
 
 def _args(*spans, tol=1e-6, fd=True):
-    """One argument per span: (lo, hi) floats of the sample dtype, or ("int", lo, hi)."""
+    """One argument per span: (lo, hi) floats of the sample dtype, ("int", lo, hi),
+    ("signed", lo, hi) for either sign with |x| in [lo, hi], or ("around", c, lo, hi) for
+    c +- [lo, hi]."""
 
     def draw(data, dtype):
         shapes = S.broadcast_shapes(data, len(spans)) if len(spans) > 1 else [S.shapes(data)]
@@ -26,10 +28,11 @@ def _args(*spans, tol=1e-6, fd=True):
         for span, shape in zip(spans, shapes):
             if span[0] == INT:
                 args.append(S.array(data, shape, np.int64, span[1], span[2]))
-            elif span[0] == SIGNED:  # either sign, |x| in [lo, hi]
-                x = S.array(data, shape, dtype, span[1], span[2])
+            elif span[0] in (SIGNED, AROUND):  # either sign, |x - c| in [lo, hi]
+                c, lo, hi = span[1:] if span[0] == AROUND else (None, *span[1:])
+                x = S.array(data, shape, dtype, lo, hi)
                 sign = np.where(S.array(data, shape, np.bool_), -1, 1).astype(dtype)
-                args.append(x * sign)
+                args.append(x * sign if c is None else x * sign + np.asarray(c, dtype))
             else:
                 args.append(S.array(data, shape, dtype, *span))
         return tuple(args), {}
@@ -123,7 +126,7 @@ SAMPLES = {
     sp.poch_p: _args((0.5, 3), (0.2, 2)),
     sp.hurwitz_zeta_p: _args((INT, 2, 5), (0.5, 3)),
     sp.stdtr_p: _args((INT, 1, 5), (SIGNED, 0.2, 3)),  # SciPy loses digits near t = 0
-    sp.stdtrit_p: _args((INT, 1, 5), (0.1, 0.9)),
+    sp.stdtrit_p: _args((INT, 1, 5), (AROUND, 0.5, 0.05, 0.4)),  # (the median is t = 0)
     sp.chdtr_p: _args((INT, 1, 5), (0.2, 4)),
     sp.chdtrc_p: _args((INT, 1, 5), (0.2, 4)),
     sp.pdtr_p: _args((INT, 0, 5), (0.2, 4)),
