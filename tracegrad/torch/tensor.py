@@ -56,11 +56,13 @@ class _Cell:
 
 
 def _readonly(a) -> np.ndarray:
+    # (`np.array` and `setflags`: a third of the cost of `np.asarray` and the `flags` object
+    # each recorded operation would otherwise pay)
     if not isinstance(a, np.ndarray):  # a NumPy scalar (a 0-d op's result): a new array
-        a = np.asarray(a)
-        a.flags.writeable = False
+        a = np.array(a)
+        a.setflags(write=False)
     elif a.flags.writeable:
-        a.flags.writeable = False
+        a.setflags(write=False)
     return a
 
 
