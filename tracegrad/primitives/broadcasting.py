@@ -115,8 +115,6 @@ def keep_axes(v, shape, axis, keepdims):
 
 def kept_cotangent(x_bar, shape, axis, keepdims):
     """A reduction's cotangent broadcast back to the input's `shape`."""
-    if not shape_of(x_bar):  # a 0-d cotangent (a full reduction's) broadcasts as it is
-        return broadcast_to(x_bar, shape)
     return broadcast_to(keep_axes(x_bar, shape, axis, keepdims), shape)
 
 
