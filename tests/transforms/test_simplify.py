@@ -457,6 +457,16 @@ def test_a_broadcast_left_with_one_reader_is_hoisted_in_the_same_simplify():
     assert_bitwise_equal(s(k, c), f(k, c))
 
 
+def test_an_elementwise_operand_reads_through_a_broadcast_of_a_broadcast():
+    def f(k, c):
+        b = np.broadcast_to(np.broadcast_to(k, (1, 3)), (2, 1, 3))
+        return b * c
+
+    k, c = np.linspace(-1.0, 1.0, 3), np.linspace(0.5, 1.5, 6).reshape(2, 1, 3)
+    graph, s = _simplified(f, k, c)  # (checks that simplify(s) is s)
+    assert _count(graph, "broadcast_to") == 2 and _count(s, "broadcast_to") == 0
+
+
 def test_integer_sum_over_size_one_axes_becomes_a_reshape():
     x = np.arange(6).reshape(2, 1, 3)
     f = lambda x: np.sum(x * 2, axis=1) + np.sum(x * 2, axis=(1,), keepdims=True)  # noqa: E731

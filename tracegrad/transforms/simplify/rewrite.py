@@ -211,17 +211,18 @@ class _Pass:
         shape = node.out_avals[0].shape
         new = None
         for k, e in enumerate(ins):
-            if e.node.prim is not bc.broadcast_to_p:
-                continue
-            x = e.node.inputs[0]
-            if x.aval.dtype != e.aval.dtype or x.aval.weak_type != e.aval.weak_type:
-                continue
-            trial = list(new or ins)
-            trial[k] = x
-            if np.broadcast_shapes(*(t.aval.shape for t in trial)) == shape:
+            while e.node.prim is bc.broadcast_to_p:  # (a broadcast of a broadcast: both)
+                x = e.node.inputs[0]
+                if x.aval.dtype != e.aval.dtype or x.aval.weak_type != e.aval.weak_type:
+                    break
+                trial = list(new or ins)
+                trial[k] = x
+                if np.broadcast_shapes(*(t.aval.shape for t in trial)) != shape:
+                    break
                 new = trial
                 if self.reads(e.node) > 1:  # it may be left with one reader
                     self.unread += 1
+                e = x
         return ins if new is None else tuple(new)
 
     def only_reader(self, node: Node, new: Edge) -> bool:
