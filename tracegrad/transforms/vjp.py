@@ -172,10 +172,11 @@ def backward_pass(
     """Cotangents of `graph.inputs` (None where none flows) given the outputs' cotangents.
 
     `read(node)` gives the forward values of a node's outputs: arrays to compute gradients
-    now, tracers to record them. `free`, the table (node -> values) that `read` reads from,
-    loses each node's entry once its own rule has run (no rule still to run reads it), so
-    the values are freed as PyTorch frees saved tensors. (A table rather than a callback:
-    one C call per node.) `wide_inputs`: see `Cotangents`.
+    now, tracers to record them. `free`, the table (node -> values) that `read` reads from
+    (its entries of one value are read from it directly), loses each node's entry once its
+    own rule has run (no rule still to run reads it), so the values are freed as PyTorch
+    frees saved tensors. (A table rather than a callback: one C call per node.)
+    `wide_inputs`: see `Cotangents`.
     """
     active = active_nodes(graph, wrt)
     bars = Cotangents(wide_inputs)
@@ -183,6 +184,8 @@ def backward_pass(
         if b is not None and e.node in active:
             bars.add(e, b)
     pending = bars.bars
+    # `read`'s own table: a node's one kept value is read from it directly (`read` for the rest)
+    kept = free.get if free is not None else _nothing
     for node in reversed(graph.nodes):
         if node in active:
             prim = node.prim
@@ -191,16 +194,25 @@ def backward_pass(
                 out = tuple(read(node)) if bar is not None else None
             else:  # the common case, written out
                 bar = pending.pop((node, 0), None)
-                out = read(node)[0] if bar is not None else None
+                if bar is not None:
+                    got = kept(node)
+                    out = got[0] if got is not None and len(got) == 1 else read(node)[0]
             if bar is not None:
                 inputs = node.inputs
-                primals = [read(e[0])[e[1]] for e in inputs]
+                primals = []
+                for src, k in inputs:
+                    got = kept(src)
+                    primals.append(got[0] if got is not None and len(got) == 1 else read(src)[k])
                 for e, b in zip(inputs, vjp_step(node, bar, primals, out, active)):
                     if b is not None and e[0] in active:  # constants take no cotangent
                         bars.add(e, b)
         if free is not None:
             free.pop(node, None)
     return [bars.pop(e.node) for e in graph.inputs]
+
+
+def _nothing(node: Node) -> None:
+    return None
 
 
 def value_reader(values: dict[Node, tuple]) -> Reader:
