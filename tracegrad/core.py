@@ -59,13 +59,7 @@ def bind(prim: Primitive, *args, **params):
     trace = _current_trace.get()
     if trace is not None:
         return trace.bind(prim, args, params)
-    # `bind_eager` written out: every rule of an eager backward pass binds through here
-    for a in args:
-        if isinstance(a, Boxed):
-            return a._bind_eager(prim, args, params)
-    if config.debug_nans or config.debug_infs:  # tracegrad.diagnostics: check each result
-        return _checks.checked_impl(prim, args, params)
-    return prim.impl(*args, **params)
+    return bind_eager(prim, args, params)
 
 
 def bind_eager(prim: Primitive, args, params):
