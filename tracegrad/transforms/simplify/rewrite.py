@@ -2,9 +2,9 @@
 
 Over 600 lines: they share a module because each needs the other: the sweep looks rules up
 in `_RULES`, and every rule queries the sweep (`const_fact`, `copy_ok`, `is_c`, `make`);
-apart, they would need an import cycle. Besides the rules, the sweep folds constants (with `constants`), shares
-equal nodes (CSE) and tracks the memory layout of each value, which decides whether a rule
-may hand back an existing array in place of a fresh one.
+apart, they would need an import cycle. Besides the rules, the sweep folds constants (with
+`constants`), shares equal nodes (CSE) and tracks the memory layout of each value, which
+decides whether a rule may hand back an existing array in place of a fresh one.
 """
 
 from __future__ import annotations
