@@ -3,6 +3,7 @@ what NumPy's operator mixin gives through `__array_ufunc__`: values, dtypes (NEP
 Python scalars included) and errors bit for bit, and the same gradients, on every operand
 kind."""
 
+import itertools
 import operator
 import re
 
@@ -295,6 +296,33 @@ def test_python_float_arithmetic_gives_numpys_bits(name):
             (got,) = seen
             assert type(got) is float, (name, a, b)
             assert np.float64(got).tobytes() == np.float64(want).tobytes(), (name, a, b, got)
+
+
+_SCALAR_TYPES = [float, np.float64, np.float32, np.float16]
+
+
+@pytest.mark.parametrize("name", sorted(_FLOAT_OPS))
+def test_numpy_scalar_arithmetic_gives_the_ufuncs_bits_and_type(name):
+    # NumPy's scalar arithmetic (Primitive.float_impl) on a traced NumPy real scalar with a
+    # Python float or another NumPy scalar: the ufunc's bits and result type on every edge
+    # case and mix of precisions (NEP 50: a Python float takes the scalar's precision)
+    traced, numpy_op = _FLOAT_OPS[name]
+    for a, b in itertools.product(_EDGE_FLOATS, _EDGE_FLOATS):
+        for ta, tb in itertools.product(_SCALAR_TYPES[1:], _SCALAR_TYPES):
+            with np.errstate(all="ignore"):
+                x, y = ta(a), tb(b)
+                seen = []
+
+                def f(t, y=y, seen=seen):
+                    out = traced(t, y)
+                    seen.append(out.val)
+                    return out
+
+                tg.vjp(f, x)
+                want = numpy_op(x, y)
+            (got,) = seen
+            assert type(got) is type(want), (name, ta, tb, a, b)
+            assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (name, x, y, got)
 
 
 def test_float_constants_keep_their_sign_and_are_shared():

@@ -287,8 +287,12 @@ class Trace:
             vals_out = tuple([_weak_value(v, a) for v, a in zip(out, out_avals)])
         else:  # the common case, written out
             fast = prim.float_impl
-            if fast is not None and type(vals[0]) is float and type(vals[-1]) is float:
-                out = fast(*vals)  # Python's float arithmetic: NumPy's bits, a tenth the cost
+            if (
+                fast is not None
+                and type(vals[0]) in _REAL_SCALARS
+                and type(vals[-1]) in _REAL_SCALARS
+            ):
+                out = fast(*vals)  # the scalars' own arithmetic: NumPy's bits, a tenth the cost
             else:
                 out = prim.impl(*vals, **params)
                 aval = out_avals[0]
@@ -449,6 +453,11 @@ def _reverse_reads(prim: Primitive) -> tuple:
     prim.memo["reverse_reads"] = plan
     return plan
 
+
+#: the operand types `Primitive.float_impl` computes on: Python floats (a Python float result,
+#: as `.item()` of the ufunc's) and NumPy's real scalars (NumPy's scalar arithmetic: the
+#: ufunc's bits and result type, tests/test_tracer_operators.py)
+_REAL_SCALARS = frozenset({float, np.float64, np.float32, np.float16})
 
 _SMALL = 1024  # bytes: an array no larger costs less than the node's own bookkeeping
 

@@ -113,9 +113,9 @@ def per_input(rule_of: Callable) -> PerInput:
     return PerInput(rule_of)
 
 
-#: Python's operator for a ufunc whose result it computes bit for bit on Python floats without
-#: ever raising (no division: 1.0 / 0.0 raises), which a primitive claiming the `operator`
-#: fact gets as its `float_impl`
+#: Python's operator for a ufunc whose result it computes bit for bit on Python floats and
+#: NumPy's real scalars without ever raising (no division: 1.0 / 0.0 raises), which a
+#: primitive claiming the `operator` fact gets as its `float_impl`
 _FLOAT_OPERATORS = {
     np.add: _op.add,
     np.subtract: _op.sub,
@@ -146,8 +146,9 @@ class Primitive:
       view_of: the input a view layout refers to (default 0 for views).
       operator: the Python operator that gives the same bits on 0-d NumPy values ("+"); the
         code generator writes it there (a tenth of a ufunc call's cost), and a concrete trace
-        computes two Python floats with it when `impl` is `np.add`, `np.subtract`,
-        `np.multiply` or `np.negative` (`float_impl`).
+        computes real scalars (Python floats, NumPy's float64, float32 and float16 scalars)
+        with it when `impl` is `np.add`, `np.subtract`, `np.multiply` or `np.negative`
+        (`float_impl`).
       torch_name: PyTorch's name for this node's backward (`"MulBackward0"`), or a function
         of the input avals giving it (`PowBackward0` / `PowBackward1`); derived from the name
         by default.
