@@ -369,9 +369,16 @@ def _partial_vjp(i, d):
         if not carries_derivative(x):
             return None
         p = d(*primals, out)
-        return None if p is None else unbroadcast(bar * p, shape_of(x))
+        return None if p is None else _summed_to(bar * p, x)
 
     return rule
+
+
+def _summed_to(g, x):
+    """`unbroadcast(g, shape_of(x))`, with the common case (no broadcasting: the shapes are
+    equal) decided without the call (every elementwise rule of every backward step asks)."""
+    s = shape_of(x)
+    return g if shape_of(g) == s else unbroadcast(g, s)
 
 
 def binary(name: str, ufunc: np.ufunc, dx=None, dy=None, *, jvp=None, vjp=None, **facts):
@@ -425,7 +432,7 @@ def _summed_back(i, fn=None):
         x = primals[i]
         if not carries_derivative(x):
             return None
-        return unbroadcast(bar if fn is None else fn(bar), shape_of(x))
+        return _summed_to(bar if fn is None else fn(bar), x)
 
     return rule
 
