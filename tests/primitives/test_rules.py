@@ -194,9 +194,21 @@ def _fd_jvp(prim, params, args, tangents, eps=1e-6):
             np.asarray(a, np.float64) + t * np.asarray(v) if v is not None else a
             for a, v in zip(args, tangents)
         ]
-        return _outs(prim, bind(prim, *moved, **params))
+        return [np.asarray(o) for o in _outs(prim, bind(prim, *moved, **params))]
 
-    return [(np.asarray(p) - np.asarray(m)) / (2 * eps) for p, m in zip(at(eps), at(-eps))]
+    plus, minus = at(eps), at(-eps)
+    unordered = SAMPLES[prim].fd_unordered
+    if unordered:  # each entry matched to the nearest of the unmoved input's (see Sample)
+        center = at(0.0)
+        for i in unordered:
+            plus[i], minus[i] = _aligned(plus[i], center[i]), _aligned(minus[i], center[i])
+    return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+
+
+def _aligned(moved, center):
+    """`moved`'s entries along the last axis in `center`'s order, each the nearest."""
+    nearest = np.argmin(np.abs(moved[..., None, :] - center[..., :, None]), axis=-1)
+    return np.take_along_axis(moved, nearest, -1)
 
 
 def _check_jvp(prim, args, params, seed, dtype):

@@ -49,7 +49,10 @@ class Sample:
     them only in Hermitian directions. `fd_outputs`: the outputs finite differences check
     (None: all); the others are defined up to a gauge LAPACK picks (the sign of `eig`'s
     eigenvectors, which can jump between nearby inputs) and are checked by the adjoint
-    identity here and on invariant quantities in their own tests.
+    identity here and on invariant quantities in their own tests. `fd_unordered`: outputs
+    whose last axis is a set in an order LAPACK picks (`eig`'s eigenvalues, which a nearby
+    input can list in another order): finite differences match each entry to the nearest of
+    the unmoved input's before differencing.
     """
 
     draw: Callable
@@ -61,6 +64,7 @@ class Sample:
     imag: float = 0.5
     hermitian: tuple = ()
     fd_outputs: tuple | None = None
+    fd_unordered: tuple = ()
 
     @property
     def takes_complex(self) -> bool:
