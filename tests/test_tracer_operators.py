@@ -275,6 +275,21 @@ _FLOAT_OPS = {
 _EDGE_FLOATS = [0.0, -0.0, 1.5, -2.25, 5e-324, -5e-324, 1e308, -1e308, np.inf, -np.inf, np.nan]
 
 
+def _value_in_a_trace(traced, a, b):
+    """The value `traced(t, b)` computes inside a concrete trace (`tg.vjp`) of `t = a`."""
+    seen = []
+
+    def f(t):
+        out = traced(t, b)
+        seen.append(out.val)
+        return out
+
+    with np.errstate(all="ignore"):
+        tg.vjp(f, a)
+    (got,) = seen
+    return got
+
+
 @pytest.mark.parametrize("name", sorted(_FLOAT_OPS))
 def test_python_float_arithmetic_gives_numpys_bits(name):
     # Python's operator (Primitive.float_impl) where NumPy's ufunc ran before: the same bits
@@ -283,17 +298,9 @@ def test_python_float_arithmetic_gives_numpys_bits(name):
     traced, numpy_op = _FLOAT_OPS[name]
     for a in _EDGE_FLOATS:
         for b in _EDGE_FLOATS:
-            seen = []
-
-            def f(t, b=b, seen=seen):
-                out = traced(t, b)
-                seen.append(out.val)
-                return out
-
-            tg.vjp(f, a)
+            got = _value_in_a_trace(traced, a, b)
             with np.errstate(all="ignore"):
                 want = numpy_op(a, b).item()
-            (got,) = seen
             assert type(got) is float, (name, a, b)
             assert np.float64(got).tobytes() == np.float64(want).tobytes(), (name, a, b, got)
 
@@ -311,16 +318,8 @@ def test_numpy_scalar_arithmetic_gives_the_ufuncs_bits_and_type(name):
         for ta, tb in itertools.product(_SCALAR_TYPES[1:], _SCALAR_TYPES):
             with np.errstate(all="ignore"):
                 x, y = ta(a), tb(b)
-                seen = []
-
-                def f(t, y=y, seen=seen):
-                    out = traced(t, y)
-                    seen.append(out.val)
-                    return out
-
-                tg.vjp(f, x)
+                got = _value_in_a_trace(traced, x, y)
                 want = numpy_op(x, y)
-            (got,) = seen
             assert type(got) is type(want), (name, ta, tb, a, b)
             assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (name, x, y, got)
 
