@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import weakref
+
+import attrs
 import numpy as np
 import pytest
 from hypothesis import given
@@ -32,6 +36,24 @@ def test_traced_graphs_verify_and_verify_returns_the_graph():
 
     g = tg.make_graph(f)(np.ones((3, 2)), np.float32(1))
     assert verify(g) is g
+
+
+def test_nodes_are_immutable_and_copy_and_evolve_with_their_fields():
+    x = arg_node(F64_3)
+    node = _node(sin_p, Edge(x, 0))
+    for name in ("prim", "inputs", "params", "out_avals", "other"):
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            setattr(node, name, None)
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            delattr(node, name)
+    for twin in (copy.copy(node), copy.deepcopy(node)):
+        assert type(twin) is Node and twin is not node
+        assert twin.prim.name == "sin" and twin.out_avals == (F64_3,) and twin.params == {}
+        assert twin.inputs[0][0].prim.name == "arg"
+    changed = attrs.evolve(node, prim=negative_p)
+    assert type(changed) is Node and changed.prim is negative_p and changed.inputs is node.inputs
+    assert node.prim is sin_p  # (unchanged)
+    assert weakref.ref(node)() is node
 
 
 @given(st.integers(0, 3), st.sampled_from([np.float32, np.float64]))

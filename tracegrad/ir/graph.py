@@ -72,12 +72,34 @@ def _bits(v):
     return v
 
 
-@attrs.frozen(eq=False, repr=False, weakref_slot=True)
-class Node:
+class _NodeFields:
+    """A `Node`'s storage, the slots its attrs class reuses; a node is built as one of these
+    (which can be written) and then made a `Node` (which cannot: see `Node.__new__`)."""
+
+    __slots__ = ("prim", "inputs", "params", "out_avals", "__weakref__")
+
+
+@attrs.frozen(eq=False, repr=False, weakref_slot=True, init=False)
+class Node(_NodeFields):
     prim: Primitive
     inputs: tuple[Edge, ...]
     params: Params
     out_avals: tuple[Aval, ...]
+
+    def __new__(cls, prim: Primitive, inputs: tuple, params: Params, out_avals: tuple):
+        # A node is made per traced or recorded operation: filling a writeable object's slots
+        # and then giving it the frozen class costs half of attrs' frozen `__init__` (one
+        # `object.__setattr__` call per field), and the node is as immutable afterwards.
+        node = _NodeFields()
+        node.prim = prim
+        node.inputs = inputs
+        node.params = params
+        node.out_avals = out_avals
+        node.__class__ = cls
+        return node
+
+    def __reduce__(self):  # copies and pickles pass the fields to `__new__`
+        return (type(self), (self.prim, self.inputs, self.params, self.out_avals))
 
     @property
     def outputs(self) -> tuple[Edge, ...]:
