@@ -120,6 +120,7 @@ class Trace:
         self.parent = parent
         self.level = 0 if parent is None else parent.level + 1
         self.nodes: list[Node] = []
+        self.consts: list[Node] = []  # the `const` nodes `const_edge` made, in that order
         self.values: dict[Node, object] = {}
         self.alive = True
         self.cse = cse
@@ -158,7 +159,7 @@ class Trace:
         if type(value) is float and value:  # the common case: keyed by value, not by bits
             edge = self._float_consts.get(value)  # (0.0 and -0.0 go below; NaN never matches)
             if edge is None:
-                edge = self._float_consts[value] = new_edge(Edge, (const_node(value), 0))
+                edge = self._float_consts[value] = new_edge(Edge, (self._const(value), 0))
             return edge
         if isinstance(value, np.ndarray):
             hit = self._array_consts.get(id(value))
@@ -166,12 +167,12 @@ class Trace:
                 return hit[1]
             if self.lent is not None:
                 lend(value, self.lent)  # read-only now, so const_node keeps it as it is
-                node = const_node(value)
+                node = self._const(value)
             elif not value.flags.writeable and is_lent(value):
                 # read-only only while an eager call holds it: this graph may outlive that
-                node = const_node(frozen_copy(value))
+                node = self._const(frozen_copy(value))
             else:
-                node = const_node(value)
+                node = self._const(value)
             edge = Edge(node, 0)
             self._array_consts[id(value)] = (value, edge)  # keep `value` alive: ids are reused
             return edge
@@ -189,9 +190,14 @@ class Trace:
                     f"tracegrad: cannot use a value of type {type(value).__name__} in a traced "
                     "operation; pass arrays, Python scalars or tracers"
                 )
-            edge = Edge(const_node(value), 0)
+            edge = Edge(self._const(value), 0)
             self._scalar_consts[key] = edge
         return edge
+
+    def _const(self, value) -> Node:
+        node = const_node(value)
+        self.consts.append(node)
+        return node
 
     def captured_outer_of(self, node: Node) -> Tracer | None:
         """The enclosing trace's tracer that the `arg` node `node` stands for, if it was
@@ -403,18 +409,27 @@ class Trace:
         )
 
     def graph(self, inputs, outputs, *, in_tree=None, out_tree=None, name="f") -> Graph:
-        """The graph of the nodes reachable from `outputs`, in the order they were recorded."""
+        """The graph of the nodes reachable from `outputs`, in the order they were recorded,
+        after the constants they read (in the order this trace made them; one walk finds
+        both, where `with_consts` would walk the nodes again)."""
         reach: set[Node] = set()
         stack = [e[0] for e in outputs]
+        n_consts = 0
         while stack:
             n = stack.pop()
             if n in reach:
                 continue
             reach.add(n)
-            for e in n.inputs:
-                stack.append(e[0])
-        nodes = with_consts([n for n in self.nodes if n in reach], outputs)
-        return Graph(tuple(inputs), tuple(outputs), nodes, in_tree, out_tree, name)
+            if n.inputs:
+                for e in n.inputs:
+                    stack.append(e[0])
+            elif n.prim is const_p:
+                n_consts += 1
+        nodes = [n for n in self.nodes if n in reach]
+        consts = [n for n in self.consts if n in reach]
+        if len(consts) != n_consts:  # a constant this trace did not make (none do today)
+            consts = [n for n in with_consts(nodes, outputs) if n.prim is const_p]
+        return Graph(tuple(inputs), tuple(outputs), (*consts, *nodes), in_tree, out_tree, name)
 
 
 def _diagnose(node: Node, vals, vals_out) -> None:
