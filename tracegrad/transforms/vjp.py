@@ -186,6 +186,7 @@ def backward_pass(
     pending = bars.bars
     # `read`'s own table: a node's one kept value is read from it directly (`read` for the rest)
     kept = free.get if free is not None else _nothing
+    diagnosing = config.provenance or config.debug_nans or config.debug_infs
     for node in reversed(graph.nodes):
         if node in active:
             prim = node.prim
@@ -203,9 +204,20 @@ def backward_pass(
                 for src, k in inputs:
                     got = kept(src)
                     primals.append(got[0] if got is not None and len(got) == 1 else read(src)[k])
-                for e, b in zip(inputs, vjp_step(node, bar, primals, out, active)):
-                    if b is not None and e[0] in active:  # constants take no cotangent
-                        bars.add(e, b)
+                rule_of = None if diagnosing else prim.input_vjp
+                if rule_of is None:
+                    for e, b in zip(inputs, vjp_step(node, bar, primals, out, active)):
+                        if b is not None and e[0] in active:  # constants take no cotangent
+                            bars.add(e, b)
+                else:  # `vjp_step` of rules given input by input, written out (one per node)
+                    params = node.params
+                    for i, e in enumerate(inputs):
+                        if e[0] in active:
+                            rule = rule_of(i)
+                            if rule is not None:
+                                b = rule(bar, *primals, out=out, **params)
+                                if b is not None:
+                                    bars.add(e, b)
         if free is not None:
             free.pop(node, None)
     return [bars.pop(e.node) for e in graph.inputs]
