@@ -196,6 +196,19 @@ def test_logm_gives_the_same_bits_every_call_and_leaves_np_random_alone():
         np.testing.assert_allclose(g, sl.logm(a), rtol=1e-12, atol=1e-13)
 
 
+def test_logm_of_a_stack_gives_each_matrix_its_own_bits():
+    # SciPy's batched logm carries np.random's stream from one matrix's probes to the next,
+    # so a matrix would get other last bits in a stack (vmap) than alone: here it does not
+    rng = np.random.default_rng(15)
+    stack = 2 * np.eye(6) + 0.3 * rng.standard_normal((3, 6, 6))
+    alone = [tsl.logm(m) for m in stack]
+    np.random.seed(0)
+    assert not np.array_equal(sl.logm(stack), alone)  # (the case this test is about)
+    assert_bitwise_equal(list(tsl.logm(stack)), alone)
+    assert_bitwise_equal(list(tsl.logm(stack[None].repeat(2, 0))[1]), alone)
+    assert_bitwise_equal(list(tg.vmap(tsl.logm)(stack)), alone)
+
+
 def test_sqrtm_jvp_solves_the_sylvester_equation():
     x, dx = tg.jvp(tsl.sqrtm, (P,), (E,))
     np.testing.assert_allclose(x @ dx + dx @ x, E, rtol=1e-10, atol=1e-12)

@@ -305,14 +305,26 @@ def logm_impl(a):
     random state (`onenormest`), so two calls on the same matrix may differ in the last bits
     and each call moves the user's global stream. It runs here from a fixed seed, with the
     caller's state restored afterwards: the same bits every time (the interpreter and the
-    generated code agree), and `np.random` untouched."""
+    generated code agree), and `np.random` untouched. A stack of matrices (SciPy's batches)
+    runs matrix by matrix, each from the seed, so that a matrix gets its own bits whether it
+    comes alone or in a stack (vmap's batching rule stacks them; SciPy's batch would carry the
+    stream from one matrix to the next)."""
     state = np.random.get_state()
-    np.random.seed(0)
     try:
-        out = _sl().logm(a)
+        if np.ndim(a) > 2 and np.size(a) > 0:
+            a = np.asarray(a)
+            out = np.stack([_seeded_logm(m) for m in a.reshape(-1, *a.shape[-2:])])
+            out = out.reshape(a.shape[:-2] + out.shape[-2:])
+        else:
+            out = _seeded_logm(a)
     finally:
         np.random.set_state(state)
     return _real_result("logm", a, out)
+
+
+def _seeded_logm(a):
+    np.random.seed(0)
+    return _sl().logm(a)
 
 
 def sqrtm(a):
