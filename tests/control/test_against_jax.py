@@ -128,7 +128,10 @@ def test_fori_loop_agrees_with_jax(data, w, n):
     _close(tg.grad(t, argnums=1)(w, x), j_grad(w, x))
     _close(tg.jit(tg.grad(t, argnums=1))(w, x), j_grad(w, x))
     _close(tg.jvp(lambda v: t(w, v), (x,), (x,)), j_jvp(w, x, x))
-    _close(tg.hessian(t, argnums=1)(w, x), j_hess(w, x), rtol=1e-9)
+    # five steps of a quadratic map: near x = 1 the second derivative (~-3.6e6) is a sum of
+    # far larger terms, and both JAX's and tracegrad's float64 hessians are ~1e-7 (relative)
+    # off its 50-digit value there (w = [1.25, 0.5, 0.5, -1, 1.25]): 1e-9 is not float64's
+    _close(tg.hessian(t, argnums=1)(w, x), j_hess(w, x), rtol=1e-6)
     xs = np.stack([x, 0.5 * x])
     _close(tg.vmap(t, in_axes=(None, 0))(w, xs), j_vmap(w, xs))
 
