@@ -1298,6 +1298,7 @@ BAD_PARAMS.update(
         "mxhnil": {"float": 0.0},
         "mxordn": {"bool": True},
         "mxords": {"int": -5},
+        "checked": {"int": 1},
         "method": {"int": 3},
         # scipy.signal's
         "boundary": {"int": 3},

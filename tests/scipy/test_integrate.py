@@ -475,6 +475,35 @@ def test_scipy_warnings_pass_through():
     assert any("Excess work" in str(w.message) for w in seen)
 
 
+def test_a_failed_integration_of_a_derivative_raises_while_the_forward_one_passes():
+    # mxstep = 130 is enough for this problem and not for its adjoint or sensitivity system:
+    # SciPy would warn and return what it had, a wrong derivative
+    t = np.linspace(0.0, 10.0, 3)
+
+    def loss(p, mxstep=130):
+        def f(y, s, p):
+            return -p * y + tnp.sin(3 * s) * y * y
+
+        return tnp.sum(ti.odeint(f, Y0, t, args=(p,), mxstep=mxstep, rtol=1e-10, atol=1e-10))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (the forward integration succeeds: no warning)
+        assert np.isfinite(loss(2.0))
+    derivatives = {
+        "grad": tg.grad(loss),
+        "jit(grad)": tg.jit(tg.grad(loss)),
+        "jvp": lambda p: tg.jvp(loss, (p,), (1.0,)),
+    }
+    for name, fn in derivatives.items():
+        with pytest.raises(RuntimeError, match="integration of the derivative failed: Excess"):
+            fn(2.0)
+            pytest.fail(f"{name}: no error")
+    # with room for the derivative's integrations, the same derivative is right
+    np.testing.assert_allclose(
+        tg.grad(loss)(2.0, 5000), _fd(lambda p: loss(p, 5000), 2.0)[0], rtol=1e-5
+    )
+
+
 def test_the_code_blocks_of_the_docs_run():
     import pathlib
     import re

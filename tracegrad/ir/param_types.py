@@ -215,6 +215,7 @@ PARAM_TYPES.update(
         "mxhnil": _COUNT,
         "mxordn": _COUNT,
         "mxords": _COUNT,
+        "checked": _FLAG,  # odeint's: a failed integration raises (a derivative's)
         # solve_ivp's RK23, RK45, DOP853, or scipy.signal's convolve's 'auto', 'direct', 'fft'
         "method": (
             "0, 1 or 2 (an index into the methods)",

@@ -36,10 +36,12 @@ def _rule(name: str):
     return lazy_rule(_rules, name)
 
 
-def odeint(y0, t, *extra, func, **options):
+def odeint(y0, t, *extra, func, checked=False, **options):
     """`odeint_p` on `(y0, t, *extra)`: `func(y, t, *extra)` integrated from `t[0]` through
-    the times `t`; the options are odeint's, named in `OPTIONS` (all of them)."""
-    return bind(odeint_p, y0, t, *extra, func=func, **options)
+    the times `t`; the options are odeint's, named in `OPTIONS` (all of them). `checked`: a
+    failed integration raises instead of returning SciPy's numbers with its `ODEintWarning`
+    (the integrations of a derivative, whose warned numbers would be a wrong derivative)."""
+    return bind(odeint_p, y0, t, *extra, func=func, checked=checked, **options)
 
 
 def _check_operands(name: str, y0: Aval, t: Aval, extra, func) -> Aval:
@@ -71,7 +73,7 @@ def _check_operands(name: str, y0: Aval, t: Aval, extra, func) -> Aval:
 
 def _odeint_shape(
     y0: Aval, t: Aval, *extra: Aval, func, rtol, atol, tcrit, h0, hmax, hmin, mxstep, mxhnil,
-    mxordn, mxords,
+    mxordn, mxords, checked=False,
 ):  # fmt: skip
     options = dict(rtol=rtol, atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin,
                    mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn, mxords=mxords)  # fmt: skip
@@ -82,21 +84,27 @@ def _odeint_shape(
     for name in ("mxstep", "mxhnil", "mxordn", "mxords"):
         if type(options[name]) is not int or options[name] < 0:
             raise TypeError(f"odeint: {name} must be a non-negative int, got {options[name]!r}")
+    if type(checked) is not bool:
+        raise TypeError(f"odeint: checked must be a bool, got {checked!r}")
     tcrit = options["tcrit"]
     if tcrit is not None and not (type(tcrit) is tuple and all(type(v) is float for v in tcrit)):
         raise TypeError(f"odeint: tcrit must be None or a tuple of floats, got {tcrit!r}")
     return _check_operands("odeint", y0, t, extra, func)
 
 
-def _odeint_emit(y0, t, *extra, func, **options):
+def _odeint_emit(y0, t, *extra, func, checked=False, **options):
     # the impl's call, word for word: SciPy calls the graph's function (a nested function
-    # returning a tuple) on each step, with odeint's args the extra operands
+    # returning a tuple) on each step, with odeint's args the extra operands (a checked
+    # integration through the impl's own check)
     args = ", ".join(extra) + ("," if len(extra) == 1 else "")
     kw = "".join(
         f", {k}=np.array({v!r})" if k == "tcrit" and v is not None else f", {k}={v!r}"
         for k, v in options.items()
     )
     rhs = f"lambda _y, _t, *_a: {func.name}(_y, _t, *_a)[0]"
+    if checked:
+        call = f"_tracegrad_ode.checked_odeint({rhs}, {y0}, {t}, args=({args}){kw})"
+        return ["import tracegrad.transforms.ode as _tracegrad_ode", call]
     call = f"_scipy_integrate.odeint({rhs}, {y0}, {t}, args=({args}){kw})"
     return ["import scipy.integrate as _scipy_integrate", call]
 

@@ -154,7 +154,10 @@ def odeint(
     adjoint method: one backward integration of `(y, a, t_bar, args_bar)` from each output
     time to the previous (tolerances `rtol`, `atol`, `mxstep`, `hmax` as given), so memory does
     not grow with the number of solver steps. Forward mode integrates the sensitivity system.
-    Both are `odeint` again, so they differentiate again. Derivatives are for real args;
+    Both are `odeint` again, so they differentiate again; where one of their integrations
+    fails (LSODA gives up), the derivative raises a RuntimeError saying what to loosen, where
+    SciPy would warn and return what it had (the forward integration warns as SciPy's does).
+    Derivatives are for real args;
     `Dfun`, `full_output`, `ml`/`mu`, `ixpr` and `printmessg` are refused (NotImplementedError,
     saying what to do), as are per-component tolerances.
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import warnings
 
 import numpy as np
 
@@ -51,9 +52,9 @@ def _compiled(func: Graph):
     return cached(func, "odeint_compiled", lambda: compile_graph(func).fn)
 
 
-def odeint_impl(y0, t, *extra, func, tcrit, **options):
+def odeint_impl(y0, t, *extra, func, tcrit, checked=False, **options):
     fn = _compiled(func)
-    return _si().odeint(
+    return (checked_odeint if checked else _si().odeint)(
         lambda _y, _t, *_a: fn(_y, _t, *_a)[0],
         y0,
         t,
@@ -61,6 +62,31 @@ def odeint_impl(y0, t, *extra, func, tcrit, **options):
         tcrit=None if tcrit is None else np.array(tcrit),
         **options,
     )
+
+
+def checked_odeint(*args, **kwargs):
+    """SciPy's odeint, raising where it would warn that the integration failed (LSODA gave
+    up: too much work, too much accuracy asked, ...) and return what it had. The
+    integrations of a derivative run so: their numbers would be a wrong derivative, and a
+    derivative is right or refused. Other warnings pass on as they were."""
+    failure = _si().ODEintWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", failure)
+        ys = _si().odeint(*args, **kwargs)
+    failed = None
+    for w in caught:
+        if failed is None and issubclass(w.category, failure):
+            failed = w.message
+        elif not issubclass(w.category, failure):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if failed is not None:
+        raise RuntimeError(
+            f"tracegrad.scipy.integrate.odeint: an integration of the derivative failed: "
+            f"{str(failed).partition(' Run with')[0]} Loosen rtol/atol or raise mxstep (the "
+            "adjoint and sensitivity systems are larger than the forward one and may need more "
+            "steps)"
+        )
+    return ys
 
 
 def solve_ivp_impl(y0, t, *extra, func, method, t_end, **options):
@@ -160,7 +186,7 @@ def _adjoint_graph(func: Graph) -> Graph:
 def odeint_vjp(ys_bar, *primals, out, func, **options):
     # tolerances and step limits carry over (as JAX's); a first step, a minimum step and
     # critical times belong to the forward problem's time axis
-    back = {**options, "tcrit": None, "h0": 0.0, "hmin": 0.0}
+    back = {**options, "tcrit": None, "h0": 0.0, "hmin": 0.0, "checked": True}
     return _adjoint(ode.odeint, back, ys_bar, primals, out, func)
 
 
@@ -237,7 +263,7 @@ def _sensitivity_graph(func: Graph, nonzero: tuple[bool, ...]) -> Graph:
 
 
 def odeint_jvp(primals, tangents, *, out, func, **options):
-    return _sensitivity(ode.odeint, options, primals, tangents, out, func)
+    return _sensitivity(ode.odeint, {**options, "checked": True}, primals, tangents, out, func)
 
 
 def solve_ivp_jvp(primals, tangents, *, out, func, **options):
