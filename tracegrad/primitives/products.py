@@ -177,8 +177,10 @@ def _promoted(g, x, y):
 def _matmul_x_bar(g, x, y, *, out):
     if not carries_derivative(x):
         return None
-    xs = shape_of(x)
-    if _is_matvec(xs, shape_of(y)):
+    xs, ys = shape_of(x), shape_of(y)
+    if len(xs) == 2 and len(ys) == 2:  # matrices, the common case: what the steps below bind
+        return cast_like(matmul(g, transpose(y, (1, 0))), x)
+    if _is_matvec(xs, ys):
         return cast_like(_matvec_x_bar(g, x, y), x)
     x2, y2, g2, batch = _promoted(g, x, y)
     x2s = shape_of(x2)
@@ -194,8 +196,10 @@ def _matmul_x_bar(g, x, y, *, out):
 def _matmul_y_bar(g, x, y, *, out):
     if not carries_derivative(y):
         return None
-    ys = shape_of(y)
-    if _is_matvec(shape_of(x), ys):
+    xs, ys = shape_of(x), shape_of(y)
+    if len(xs) == 2 and len(ys) == 2:  # matrices, the common case: what the steps below bind
+        return cast_like(matmul(transpose(x, (1, 0)), g), y)
+    if _is_matvec(xs, ys):
         return cast_like(_matvec_y_bar(g, x, y), y)
     x2, y2, g2, batch = _promoted(g, x, y)
     y2s = shape_of(y2)
