@@ -140,6 +140,8 @@ def name_of(f) -> str:
 
 
 def argnums_tuple(argnums, nargs: int, fname: str, api: str) -> tuple[int, ...]:
+    if type(argnums) is int and 0 <= argnums < nargs:  # the common case (grad(f) of f(x, ...))
+        return (argnums,)
     single = isinstance(argnums, int | np.integer)
     nums = (argnums,) if single else tuple(argnums)
     if not nums:
@@ -186,8 +188,10 @@ def check_float_inputs(
     would push only real directions)."""
     for i in argnums:
         arg = args[i]
-        if type(arg) is np.ndarray and arg.dtype.kind == "f" and not holomorphic:
-            continue  # the commonest case: one real float array (no pytree walked)
+        if not holomorphic and (
+            type(arg) is float or (type(arg) is np.ndarray and arg.dtype.kind == "f")
+        ):
+            continue  # the commonest cases: one real float array or Python float (no pytree)
         for x in tree.leaves(arg):  # the common case first: real floats, no paths built
             if type(x) is np.ndarray:
                 kind = x.dtype.kind

@@ -84,8 +84,11 @@ def value_and_grad(
         traced, out_tree, flat, diff_tree = trace_args(
             f, args, kwargs, unique, fname, lent=lent, reverse_only=True
         )
-        main, aux = split_aux(out_tree, traced.out_tracers, has_aux, fname, "grad")
-        main_leaves = tree.leaves(main)
+        if not has_aux and len(traced.out_tracers) == 1:  # one output: the main one
+            main, main_leaves = None, [0]
+        else:
+            main, aux = split_aux(out_tree, traced.out_tracers, has_aux, fname, "grad")
+            main_leaves = tree.leaves(main)
         if len(main_leaves) != 1:
             raise TypeError(
                 f"grad({fname}) requires a scalar output, got a {type(main).__name__} of "
