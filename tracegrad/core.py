@@ -146,7 +146,7 @@ class Trace:
         node = arg_node(aval)
         if val is not None and self.keep_values:
             self.values[node] = (val,)
-        return Tracer(self, Edge(node, 0), aval, val)
+        return Tracer(self, new_edge(Edge, (node, 0)), aval, val)
 
     def constant(self, value) -> Tracer:
         """A tracer of this trace for a constant: operations on it are recorded, not folded
@@ -408,10 +408,19 @@ class Trace:
             x if isinstance(x, np.ndarray | bool | int | float | complex) else np.asarray(x)
         )
 
-    def graph(self, inputs, outputs, *, in_tree=None, out_tree=None, name="f") -> Graph:
+    def graph(self, inputs, outputs, *, in_tree=None, out_tree=None, name="f", prune=True) -> Graph:
         """The graph of the nodes reachable from `outputs`, in the order they were recorded,
         after the constants they read (in the order this trace made them; one walk finds
-        both, where `with_consts` would walk the nodes again)."""
+        both, where `with_consts` would walk the nodes again).
+
+        `prune=False` serves a graph that one backward pass reads once, at the top level
+        (`tg.grad`): every node recorded, after every constant, without the walk; a node no
+        output reads costs that pass one skipped step. (A nested level is pruned anyway: it
+        is re-run one level up.)"""
+        if not prune and self.parent is None:
+            return Graph(
+                tuple(inputs), tuple(outputs), (*self.consts, *self.nodes), in_tree, out_tree, name
+            )
         reach: set[Node] = set()
         stack = [e[0] for e in outputs]
         n_consts = 0

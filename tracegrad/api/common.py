@@ -60,24 +60,34 @@ def trace_flat(
     cse: bool = True,
     lent: list | None = None,
     reverse_only: bool = False,
+    prune: bool = True,
 ) -> tuple[Traced, object]:
     """Trace `fn(*tracers) -> pytree` on one tracer per flat argument: (Traced, out_tree).
 
     `lent` and `reverse_only` are for a graph that lives only inside the caller's call (see
     `Trace`): the caller gives `lent` back (`lending.give_back`) once it is done with the graph.
+    `prune` as in `Trace.graph`.
     """
     with new_trace(cse=cse, keep_values=concrete, lent=lent, reverse_only=reverse_only) as trace:
         in_tracers = [_input(trace, x, concrete) for x in flat_args]
         out = fn(*in_tracers)
-        out_flat, out_tree = tree.flatten(out)
+        if type(out) is Tracer:  # one traced output: the common case, without a tree walk
+            out_flat, out_tree = [out], _LEAF
+        else:
+            out_flat, out_tree = tree.flatten(out)
         out_edges = [trace.output_edge(o) for o in out_flat]
         inputs = [t.edge for t in in_tracers] + [t.edge for t in trace.captured.values()]
         if trace.reverse_only:  # the outputs are read whether or not a rule reads them
             for o, e in zip(out_flat, out_edges):
                 if isinstance(o, Tracer) and o._trace is trace and o.val is not None:
                     trace.keep_output(e.node, e.index, o.val)
-    graph = trace.graph(inputs, out_edges, in_tree=in_tree, out_tree=out_tree, name=name)
+    graph = trace.graph(
+        inputs, out_edges, in_tree=in_tree, out_tree=out_tree, name=name, prune=prune
+    )
     return Traced(graph, tuple(trace.captured_outer), trace.values, tuple(out_flat)), out_tree
+
+
+_LEAF = tree.structure(0)
 
 
 def trace_function(
@@ -200,6 +210,24 @@ def check_float_inputs(
             if holomorphic or kind != "f":
                 _check_leaves(arg, i, fname, api, holomorphic)
                 break
+
+
+def check_float_leaves(
+    flat: Sequence, args: tuple, argnums: tuple[int, ...], fname: str, api: str, holomorphic: bool
+) -> None:
+    """`check_float_inputs` given the leaves `flat` of the differentiated arguments, which the
+    caller has flattened anyway: real float leaves pass in one loop without another walk of
+    the arguments; anything else gets `check_float_inputs`' checks and messages."""
+    if not holomorphic:
+        for x in flat:
+            if type(x) is np.ndarray:
+                if x.dtype.kind != "f":
+                    break
+            elif type(x) is not float:
+                break
+        else:
+            return
+    check_float_inputs(args, argnums, fname, api, holomorphic)
 
 
 def _check_leaves(arg, i: int, fname: str, api: str, holomorphic: bool) -> None:
@@ -361,14 +389,15 @@ def trace_args(
     args: tuple,
     kwargs: dict,
     argnums: tuple[int, ...],
+    flat: list,
+    diff_tree,
     fname: str,
     lent: list | None = None,
     reverse_only: bool = False,
 ):
-    """Trace f concretely with the differentiated arguments as tracers; the rest are closed
-    over (`lent` and `reverse_only` as in `trace_flat`)."""
-    diff = tuple(args[i] for i in argnums)
-    flat, diff_tree = tree.flatten(diff)
+    """Trace f concretely with the differentiated arguments as tracers (`flat`, `diff_tree`:
+    `tree.flatten` of `tuple(args[i] for i in argnums)`); the rest are closed over (`lent`
+    and `reverse_only` as in `trace_flat`). Returns (Traced, out_tree)."""
 
     def flat_fn(*tracers):
         vals = list(args)
@@ -376,10 +405,15 @@ def trace_args(
             vals[i] = sub
         return f(*vals, **kwargs)
 
-    traced, out_tree = trace_flat(
-        flat_fn, flat, concrete=True, name=fname, lent=lent, reverse_only=reverse_only
+    return trace_flat(
+        flat_fn,
+        flat,
+        concrete=True,
+        name=fname,
+        lent=lent,
+        reverse_only=reverse_only,
+        prune=False,  # read once, by the backward pass
     )
-    return traced, out_tree, flat, diff_tree
 
 
 def split_aux(out_tree, outs, has_aux: bool, fname: str, api: str):
@@ -401,6 +435,8 @@ def to_output(v, like):
     if type(v) is np.ndarray and type(like) is np.ndarray:  # the common case first
         if v.dtype == like.dtype and v.shape == like.shape:
             return v
+    elif v is like and isinstance(v, np.generic):  # a NumPy scalar value: itself
+        return v
     aval = like.aval if isinstance(like, Tracer) else aval_of(like)
     if isinstance(v, Tracer):
         return v

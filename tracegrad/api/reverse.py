@@ -18,7 +18,7 @@ from tracegrad import tree
 from tracegrad.api.common import (
     Run,
     argnums_tuple,
-    check_float_inputs,
+    check_float_leaves,
     check_output_dtype,
     detached,
     is_nested,
@@ -64,14 +64,17 @@ def value_and_grad(
     @functools.wraps(f, updated=())  # not f.__dict__: a Jitted keeps its state there
     def value_and_grad_f(*args, **kwargs):
         nums = argnums_tuple(argnums, len(args), fname, "grad")
-        check_float_inputs(args, nums, fname, "grad", holomorphic)
+        # a repeated argnum is differentiated once
+        unique = nums if len(nums) == 1 else tuple(dict.fromkeys(nums))
+        flat, diff_tree = tree.flatten(tuple([args[i] for i in unique]))
+        check_float_leaves(flat, args, unique, fname, "grad", holomorphic)
         # The graph lives only inside this call: its constant arrays are borrowed, not
         # copied (read-only until the call returns), and the trace keeps only the values
         # the backward pass reads, each freed after its last reader (the memory of a
         # handwritten gradient, benchmarks/memory.py).
         lent: list = []
         try:
-            return _value_and_grad(args, kwargs, nums, lent)
+            return _value_and_grad(args, kwargs, nums, unique, flat, diff_tree, lent)
         except ValueError as e:
             if lent and "read-only" in str(e):
                 e.add_note(_READ_ONLY_NOTE.format(fname=fname))
@@ -79,10 +82,9 @@ def value_and_grad(
         finally:
             give_back(lent)
 
-    def _value_and_grad(args, kwargs, nums, lent):
-        unique = tuple(dict.fromkeys(nums))  # a repeated argnum is differentiated once
-        traced, out_tree, flat, diff_tree = trace_args(
-            f, args, kwargs, unique, fname, lent=lent, reverse_only=True
+    def _value_and_grad(args, kwargs, nums, unique, flat, diff_tree, lent):
+        traced, out_tree = trace_args(
+            f, args, kwargs, unique, flat, diff_tree, fname, lent=lent, reverse_only=True
         )
         if not has_aux and len(traced.out_tracers) == 1:  # one output: the main one
             main, main_leaves = None, [0]
