@@ -58,6 +58,7 @@ def give_back(lent: list) -> None:
     if not lent:
         return
     ended = []
+    views = False  # whether an ended loan is a view (of an array or of another buffer)
     with _LENT_LOCK:
         for value in lent:
             a = value
@@ -68,9 +69,10 @@ def give_back(lent: list) -> None:
                     del _LENT[id(a)]
                     if entry[2]:
                         ended.append(a)
+                        views = views or a.base is not None
                 a = a.base
         lent.clear()
-        if any(isinstance(a.base, np.ndarray) for a in ended):
+        if views and any(isinstance(a.base, np.ndarray) for a in ended):
             # an array before its views: a view of a read-only array cannot be made writeable
             ended.sort(key=lambda a: sum(1 for _ in array_chain(a)))
         for a in ended:

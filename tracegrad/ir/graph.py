@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 
 from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval, aval_of
+from tracegrad.ir.types import SCALAR_AVALS, Aval, aval_of, interned_aval
 
 
 class Params(dict):
@@ -189,10 +189,15 @@ def arg_node(aval: Aval) -> Node:
 
 
 def const_node(value) -> Node:
-    if isinstance(value, np.ndarray) and value.flags.writeable:
-        value = value.copy()
-        value.flags.writeable = False
-    return Node(const_p, (), Params(value=value), (_const_shape(value=value),))
+    if isinstance(value, np.ndarray):
+        if value.flags.writeable:
+            value = value.copy()
+            value.flags.writeable = False
+        if type(value) is np.ndarray:  # the common cases (an array, a Python scalar) inline
+            aval = interned_aval(value.shape, value.dtype)
+            return Node(const_p, (), Params(value=value), (aval,))
+    aval = SCALAR_AVALS.get(type(value)) or _const_shape(value=value)
+    return Node(const_p, (), Params(value=value), (aval,))
 
 
 def is_scalar_const(node: Node) -> bool:

@@ -13,7 +13,9 @@ import attrs
 import numpy as np
 
 
-def _shape(s) -> tuple[int, ...]:
+def int_tuple(s) -> tuple[int, ...]:
+    """`tuple(int(d) for d in s)`: a shape or axes as Python ints, returning a tuple of ints
+    itself (the common case, without a generator: binding functions ask on every call)."""
     if type(s) is tuple:
         for d in s:
             if type(d) is not int:
@@ -25,7 +27,7 @@ def _shape(s) -> tuple[int, ...]:
 
 @attrs.frozen(repr=False, cache_hash=True)
 class Aval:
-    shape: tuple[int, ...] = attrs.field(converter=_shape)
+    shape: tuple[int, ...] = attrs.field(converter=int_tuple)
     dtype: np.dtype = attrs.field(converter=np.dtype)
     weak_type: bool = False
 
@@ -85,7 +87,8 @@ def interned_aval(shape: tuple, dtype: np.dtype, weak_type: bool = False) -> Ava
     return aval
 
 
-_SCALAR_AVALS = {
+#: the avals of Python scalars by type (weak, but for bool)
+SCALAR_AVALS = {
     bool: Aval((), np.bool_, False),
     int: Aval((), np.int64, True),
     float: Aval((), np.float64, True),
@@ -97,17 +100,17 @@ def aval_of(x) -> Aval:
     """The aval of a concrete value: Python scalars are weak, NumPy values are not."""
     if isinstance(x, np.ndarray | np.generic):
         return interned_aval(x.shape, x.dtype)
-    scalar = _SCALAR_AVALS.get(type(x))
+    scalar = SCALAR_AVALS.get(type(x))
     if scalar is not None:
         return scalar
     if isinstance(x, bool):
-        return _SCALAR_AVALS[bool]
+        return SCALAR_AVALS[bool]
     if isinstance(x, int):
-        return _SCALAR_AVALS[int]
+        return SCALAR_AVALS[int]
     if isinstance(x, float):
-        return _SCALAR_AVALS[float]
+        return SCALAR_AVALS[float]
     if isinstance(x, complex):
-        return _SCALAR_AVALS[complex]
+        return SCALAR_AVALS[complex]
     if type(x).__name__ in ("Tensor", "Parameter"):
         raise TypeError(
             f"tracegrad: the functional transforms take arrays, got a {type(x).__name__}; pass "

@@ -14,14 +14,14 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import Primitive
-from tracegrad.ir.types import Aval
+from tracegrad.ir.types import Aval, int_tuple
 
 
 def as_axes(axis) -> tuple[int, ...]:
     """One int or an iterable of axes as a sorted tuple (the binding functions' input)."""
     if isinstance(axis, int | np.integer):
         return (int(axis),)
-    return tuple(sorted(int(a) for a in axis))
+    return tuple(sorted(int_tuple(axis)))
 
 
 def reduced_shape(shape, axis, keepdims) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive
-from tracegrad.ir.types import Aval, carries_derivative, shape_of
+from tracegrad.ir.types import Aval, carries_derivative, int_tuple, shape_of
 from tracegrad.primitives import series
 from tracegrad.primitives.axes import check_axes, reduced_shape, reducer
 from tracegrad.primitives.views import expand_dims, linear_jvp, move_to_front, reshape, unary_batch
@@ -122,7 +122,7 @@ def kept_cotangent(x_bar, shape, axis, keepdims):
 
 
 def broadcast_to(x, shape):
-    return bind(broadcast_to_p, x, shape=tuple(int(d) for d in shape))
+    return bind(broadcast_to_p, x, shape=int_tuple(shape))
 
 
 def _broadcast_to_shape(x: Aval, *, shape):

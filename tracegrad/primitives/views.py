@@ -20,7 +20,7 @@ import numpy as np
 from tracegrad.core import bind
 from tracegrad.ir.layout import Layout
 from tracegrad.ir.primitive import READS_NOTHING, Primitive
-from tracegrad.ir.types import Aval, shape_of
+from tracegrad.ir.types import Aval, int_tuple, shape_of
 from tracegrad.primitives import series
 from tracegrad.primitives.axes import at
 
@@ -66,7 +66,7 @@ def move_axis(x, src: int, dst: int):
 
 
 def reshape(x, shape):
-    return bind(reshape_p, x, shape=tuple(int(d) for d in shape))
+    return bind(reshape_p, x, shape=int_tuple(shape))
 
 
 def _reshape_shape(x: Aval, *, shape):
@@ -105,7 +105,7 @@ reshape_p = Primitive(
 
 
 def transpose(x, axes):
-    return bind(transpose_p, x, axes=tuple(int(a) for a in axes))
+    return bind(transpose_p, x, axes=int_tuple(axes))
 
 
 def _transpose_shape(x: Aval, *, axes):
@@ -155,7 +155,7 @@ transpose_p = Primitive(
 
 def expand_dims(x, axis):
     """Insert size-1 axes at the positions `axis` (sorted, non-negative, of the result)."""
-    return bind(expand_dims_p, x, axis=tuple(int(a) for a in axis))
+    return bind(expand_dims_p, x, axis=int_tuple(axis))
 
 
 def _expand_dims_shape(x: Aval, *, axis):
@@ -196,7 +196,7 @@ expand_dims_p = Primitive(
 
 def squeeze(x, axis):
     """Remove the size-1 axes in `axis` (sorted, non-negative)."""
-    return bind(squeeze_p, x, axis=tuple(int(a) for a in axis))
+    return bind(squeeze_p, x, axis=int_tuple(axis))
 
 
 def _squeeze_shape(x: Aval, *, axis):
@@ -235,7 +235,7 @@ squeeze_p = Primitive(
 
 def flip(x, axis):
     """Reverse the order of elements along each axis in `axis` (sorted, non-negative)."""
-    return bind(flip_p, x, axis=tuple(int(a) for a in axis))
+    return bind(flip_p, x, axis=int_tuple(axis))
 
 
 def _flip_shape(x: Aval, *, axis):

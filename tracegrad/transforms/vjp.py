@@ -203,7 +203,12 @@ def backward_pass(
                 primals = []
                 for src, k in inputs:
                     got = kept(src)
-                    primals.append(got[0] if got is not None and len(got) == 1 else read(src)[k])
+                    if got is not None and len(got) == 1:
+                        primals.append(got[0])
+                    elif src.prim is const_p:  # a constant holds its value (as `read` says)
+                        primals.append(src.params["value"])
+                    else:
+                        primals.append(read(src)[k])
                 rule_of = None if diagnosing else prim.input_vjp
                 if rule_of is None:
                     for e, b in zip(inputs, vjp_step(node, bar, primals, out, active)):
@@ -257,7 +262,10 @@ def saved_reader(values: dict[Node, tuple]) -> Reader:
             return (node.params["value"],)
         found = made.get(node)
         if found is None:
-            found = made[node] = tuple([stand_in(a) for a in node.out_avals])
+            avals = node.out_avals
+            found = made[node] = (
+                (stand_in(avals[0]),) if len(avals) == 1 else tuple([stand_in(a) for a in avals])
+            )
         return found
 
     return read
