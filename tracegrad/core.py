@@ -274,12 +274,11 @@ class Trace:
             if node is not None:
                 return self._shared(node, prim, vals, params, concrete)
         try:  # the shape memo's hit, inline (`_shape_rule` computes and keeps a miss)
-            shaped = prim.shape_memo.get((pkey, *avals))
+            out_avals = prim.shape_memo.get((pkey, *avals))
         except TypeError:  # unhashable params (a constant's array)
-            shaped = None
-        if shaped is None:
-            shaped = _shape_rule(prim, avals, params, pkey)
-        out_avals = prim.results(shaped)
+            out_avals = None
+        if out_avals is None:
+            out_avals = _shape_rule(prim, avals, params, pkey)
         node = Node(prim, in_edges, params, out_avals)
         self.nodes.append(node)
         if key is not None:
@@ -448,20 +447,22 @@ def _diagnose(node: Node, vals, vals_out) -> None:
         _checks.check_node(node, vals, vals_out)
 
 
-def _shape_rule(prim: Primitive, avals, params, pkey: tuple):
-    """`prim.shape(*avals, **params)`, memoized per primitive: programs repeat signatures.
-    `pkey` is `params.key()` (params told apart by their floats' bits)."""
+def _shape_rule(prim: Primitive, avals, params, pkey: tuple) -> tuple:
+    """The output avals, one per output (`prim.results` of `prim.shape(*avals, **params)`),
+    memoized per primitive: programs repeat signatures. `pkey` is `params.key()` (params
+    told apart by their floats' bits)."""
     memo = prim.shape_memo
     try:
         key = (pkey, *avals)
         out = memo.get(key)
     except TypeError:  # unhashable params (a constant's array)
-        return prim.shape(*avals, **params)
+        return prim.results(prim.shape(*avals, **params))
     if out is None:
         out = prim.shape(*avals, **params)
         # the shared avals, so that the keys they become are compared by identity
         if isinstance(out, Aval):
             out = interned_aval(out.shape, out.dtype, out.weak_type)
+        out = prim.results(out)
         if len(memo) > 10_000:
             memo.clear()
         memo[key] = out

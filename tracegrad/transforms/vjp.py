@@ -22,7 +22,7 @@ import numpy as np
 from tracegrad import config
 from tracegrad.diagnostics import checks, provenance
 from tracegrad.ir.graph import Edge, Graph, Node, arg_p, const_p
-from tracegrad.ir.types import is_float, shape_of
+from tracegrad.ir.types import shape_of
 from tracegrad.primitives.elementwise import astype, convert
 from tracegrad.transforms.partial import Split, linear_split
 
@@ -70,12 +70,16 @@ def _diagnosed_step(node: Node, bar, primals: Sequence, out, active) -> tuple:
 
 def active_nodes(graph: Graph, wrt: Sequence[bool]) -> set[Node]:
     """Nodes whose outputs depend on a differentiated input (`wrt[i]` for input i)."""
-    active = {e.node for e, w in zip(graph.inputs, wrt) if w and is_float(e.aval.dtype)}
+    active = set()
+    for (node, k), w in zip(graph.inputs, wrt):
+        if w and node.out_avals[k].dtype.kind in "fc":  # (`is_float`, without np.dtype)
+            active.add(node)
+    add = active.add  # (one lookup for the loop over every node)
     for node in graph.nodes:
         if node.prim.differentiable:
             for e in node.inputs:
                 if e[0] in active:
-                    active.add(node)
+                    add(node)
                     break
     return active
 
