@@ -173,7 +173,7 @@ class Trace:
                 node = self._const(frozen_copy(value))
             else:
                 node = self._const(value)
-            edge = Edge(node, 0)
+            edge = new_edge(Edge, (node, 0))
             self._array_consts[id(value)] = (value, edge)  # keep `value` alive: ids are reused
             return edge
         if isinstance(value, list | tuple):

@@ -35,6 +35,12 @@ def lend(value: np.ndarray, lent: list) -> None:
     caller's own read-only array is left alone (const_node trusts it already)."""
     with _LENT_LOCK:
         entry = _LENT.get(id(value))
+        if entry is None and value.base is None:  # the common case: an array of its own
+            if value.flags.writeable:
+                value.setflags(write=False)
+                _LENT[id(value)] = [value, 1, True]
+                lent.append(value)
+            return
         if entry is None or not entry[2]:
             if not value.flags.writeable:
                 return
