@@ -16,7 +16,7 @@ import weakref
 
 from tracegrad.diagnostics import tensor_causes
 from tracegrad.ir.graph import Edge, Node, arg_node
-from tracegrad.ir.types import Aval, shape_of
+from tracegrad.ir.types import interned_aval, shape_of
 from tracegrad.torch.grad_mode import is_anomaly_enabled
 from tracegrad.torch.hooks import RemovableHandle
 from tracegrad.torch.tensor import _NO_NEXT, Tensor, type_string
@@ -288,6 +288,6 @@ def accumulator(t: Tensor) -> AccumulateGrad:
     acc = t._acc() if t._acc is not None else None
     if acc is None:
         value = t._cell.value
-        acc = AccumulateGrad(t, arg_node(Aval(value.shape, value.dtype)))
+        acc = AccumulateGrad(t, arg_node(interned_aval(value.shape, value.dtype)))
         t._acc = weakref.ref(acc)
     return acc

@@ -19,7 +19,7 @@ import numpy as np
 from tracegrad import config
 from tracegrad.diagnostics import checks, provenance, tensor_causes
 from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node, new_edge
-from tracegrad.ir.types import Aval
+from tracegrad.ir.types import Aval, interned_aval
 from tracegrad.torch.grad_mode import _anomaly, _enabled
 from tracegrad.torch.graph import GradFn, edge_and_fn
 from tracegrad.torch.tensor import _NO_NEXT, Tensor, _Cell, _readonly
@@ -184,18 +184,9 @@ def _output_tensor(fn, i: int, value, prim, args, versions) -> Tensor:
     return t
 
 
-_AVALS: dict = {}
-
-
 def _aval(value: np.ndarray) -> Aval:
     """The aval of an array, shared per (shape, dtype): cheaper than building one per node."""
-    key = (value.shape, value.dtype)
-    aval = _AVALS.get(key)
-    if aval is None:
-        if len(_AVALS) > 10_000:
-            _AVALS.clear()
-        aval = _AVALS[key] = Aval(value.shape, value.dtype)
-    return aval
+    return interned_aval(value.shape, value.dtype)
 
 
 def _unrecorded_result(out, prim, args, needs: bool):
@@ -227,7 +218,7 @@ def _constant_edge(value) -> Edge:
     """The edge of an `arg` node standing for a constant input (its value is saved with the
     GradFn). Python scalars of one type share one node: it only carries their aval."""
     if isinstance(value, np.ndarray | np.generic):
-        return Edge(arg_node(Aval(value.shape, value.dtype)), 0)
+        return Edge(arg_node(interned_aval(value.shape, value.dtype)), 0)
     kind = type(value)
     edge = _SCALAR_EDGES.get(kind)
     if edge is None:

@@ -37,16 +37,19 @@ _BOOL_SUB = (
 
 
 def _is_bool(x) -> bool:
-    return isinstance(x, Tensor | np.ndarray) and x.dtype == np.bool_
+    if isinstance(x, Tensor):
+        return x._cell.value.dtype.kind == "b"
+    return isinstance(x, np.ndarray) and x.dtype.kind == "b"
 
 
 def sub(input, other, *, alpha=1):
-    if _is_bool(input) and _is_bool(other):
+    input_bool, other_bool = _is_bool(input), _is_bool(other)
+    if input_bool and other_bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
             "or `logical_xor()` operator instead."
         )
-    if _is_bool(input) or _is_bool(other):
+    if input_bool or other_bool:
         raise RuntimeError(_BOOL_SUB)
     if alpha != 1:
         other = mul(other, alpha)
