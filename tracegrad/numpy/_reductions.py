@@ -80,7 +80,10 @@ def _reduce_as(reduce, x, axis, keepdims, dtype):
 
 def _count(x, axis) -> int:
     shape = shape_of(x)
-    return math.prod(shape[a] for a in axis)
+    n = 1
+    for a in axis:  # (a loop: a generator costs more than the product of a few axes)
+        n *= shape[a]
+    return n
 
 
 def _divide_count(s, n):
@@ -264,9 +267,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     axis, keepdims = _normalized("mean", arr, axis), _keepdims(keepdims)
     is_float16_result = False
     if dtype is None:
-        if arr.dtype.kind in "biu":
+        kind = arr.dtype.kind
+        if kind in "biu":
             dtype = _F8
-        elif arr.dtype == np.float16:
+        elif kind == "f" and arr.dtype == np.float16:
             dtype = np.dtype(np.float32)
             is_float16_result = True
     if where is True:
@@ -283,8 +287,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         ret = _divide_counts(_masked_sum("mean", arr, mask, axis, keepdims, dtype), counts)
     if is_float16_result:
         return cast(ret, arr.dtype)
-    if np.dtype(dtype).kind in "iu":  # NumPy divides into the integer sum: truncated, unsafe
-        return cast(ret, dtype)
+    if dtype is not None and np.dtype(dtype).kind in "iu":
+        return cast(ret, dtype)  # NumPy divides into the integer sum: truncated, unsafe
     return ret
 
 
