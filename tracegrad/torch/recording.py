@@ -159,7 +159,7 @@ _PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
 def _record_node(prim, args, values, edges, nexts, versions, out, params):
     if not prim.multiple_results:  # the common case, kept short
         out = _readonly(out)
-        node = Node(prim, tuple(edges), params, (_aval(out),))
+        node = Node(prim, tuple(edges), params, (interned_aval(out.shape, out.dtype),))
         saved_out = (out,) if "output" in prim.vjp_reads else None  # (None: not read)
         fn = GradFn(node, tuple(nexts), values, saved_out, versions)
         return _output_tensor(fn, 0, out, prim, args, versions)
