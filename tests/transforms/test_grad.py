@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import tracegrad as tg
 from tests import strategies as S
+from tracegrad.extend import primitive
 
 
 def fd_grad(f, x, eps=1e-6):
@@ -104,6 +105,26 @@ def test_has_aux_returns_aux_undifferentiated():
 def test_unused_input_gets_zero_gradient():
     g = tg.grad(lambda x, y: np.sum(x * 2.0), argnums=1)(np.ones(3), np.ones(2))
     np.testing.assert_array_equal(g, np.zeros(2))
+
+
+def test_work_no_output_reads_is_not_differentiated():
+    # the eager backward pass walks every recorded node (no reachability walk first): a node
+    # no output reads gets no cotangent, so its rule never runs, here one that would raise
+    @primitive
+    def opaque(x):
+        return x * 3.0
+
+    x = np.array([1.0, 2.0])
+    with pytest.raises(NotImplementedError, match="VJP of opaque"):
+        tg.grad(lambda x: np.sum(opaque(x)))(x)
+
+    def f(x):
+        opaque(np.sin(x))  # computed, never used
+        return np.sum(x**2)
+
+    np.testing.assert_array_equal(tg.grad(f)(x), 2 * x)
+    np.testing.assert_array_equal(tg.jit(tg.grad(f))(x), 2 * x)
+    np.testing.assert_array_equal(tg.grad(tg.grad(lambda s: f(s * x)))(1.0), 2 * np.sum(x**2))
 
 
 def test_python_control_flow_on_values_records_the_path_taken():
