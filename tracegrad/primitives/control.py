@@ -376,7 +376,11 @@ class EffectTrace(Trace):
 
     effects: list
 
-    def graph(self, inputs, outputs, *, in_tree=None, out_tree=None, name="f") -> Graph:
+    def graph(self, inputs, outputs, *, in_tree=None, out_tree=None, name="f", prune=True) -> Graph:
+        if not prune and self.parent is None:  # every node recorded, the effects' among them
+            return super().graph(
+                inputs, outputs, in_tree=in_tree, out_tree=out_tree, name=name, prune=False
+            )
         reach: set = set()
         stack = [e.node for e in outputs] + list(getattr(self, "effects", ()))
         while stack:
