@@ -22,11 +22,12 @@ import numpy as np
 
 from tracegrad.ir.graph import Node, Params
 from tracegrad.ir.primitive import Primitive
+from tracegrad.ir.types import aval_of
 from tracegrad.primitives.broadcasting import unbroadcast
 from tracegrad.torch.engine import torch_gradient
 from tracegrad.torch.grad_mode import _enabled, no_grad
 from tracegrad.torch.graph import FREED, GradFn, edge_and_fn
-from tracegrad.torch.recording import _aval, _constant_edge
+from tracegrad.torch.recording import _constant_edge
 from tracegrad.torch.tensor import Tensor, _readonly
 
 
@@ -176,7 +177,7 @@ def _record(cls, ctx: FunctionCtx, args, output):
         _prim_for(cls, len(outs)),
         tuple(edges),
         Params(ctx=ctx, cls=cls, n_args=len(args), positions=tuple(tensor_args)),
-        tuple(_aval(a) for a in arrays),
+        tuple(aval_of(a) for a in arrays),
     )
     fn = GradFn(node, tuple(nexts), tuple(values), tuple(arrays), [])
     fn._pinned = True  # what backward needs lives in the ctx, released below

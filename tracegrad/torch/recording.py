@@ -19,7 +19,7 @@ import numpy as np
 from tracegrad import config
 from tracegrad.diagnostics import checks, provenance, tensor_causes
 from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node, new_edge
-from tracegrad.ir.types import Aval, interned_aval
+from tracegrad.ir.types import SCALAR_AVALS, aval_of, interned_aval
 from tracegrad.torch.grad_mode import _anomaly, _enabled
 from tracegrad.torch.graph import GradFn, edge_and_fn
 from tracegrad.torch.tensor import _NO_NEXT, Tensor, _Cell, _readonly
@@ -164,7 +164,7 @@ def _record_node(prim, args, values, edges, nexts, versions, out, params):
         fn = GradFn(node, tuple(nexts), values, saved_out, versions)
         return _output_tensor(fn, 0, out, prim, args, versions)
     outs = tuple([_readonly(o) for o in out])
-    node = Node(prim, tuple(edges), params, tuple([_aval(o) for o in outs]))
+    node = Node(prim, tuple(edges), params, tuple([aval_of(o) for o in outs]))
     fn = GradFn(node, tuple(nexts), values, outs if "output" in prim.vjp_reads else None, versions)
     return tuple([_output_tensor(fn, i, o, prim, args, versions) for i, o in enumerate(outs)])
 
@@ -182,11 +182,6 @@ def _output_tensor(fn, i: int, value, prim, args, versions) -> Tensor:
     if prim.view_of is not None:
         t._base = _root_base(args[prim.view_of])
     return t
-
-
-def _aval(value: np.ndarray) -> Aval:
-    """The aval of an array, shared per (shape, dtype): cheaper than building one per node."""
-    return interned_aval(value.shape, value.dtype)
 
 
 def _unrecorded_result(out, prim, args, needs: bool):
@@ -222,6 +217,5 @@ def _constant_edge(value) -> Edge:
     kind = type(value)
     edge = _SCALAR_EDGES.get(kind)
     if edge is None:
-        dtype = {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}[kind]
-        edge = _SCALAR_EDGES[kind] = Edge(arg_node(Aval((), dtype, kind is not bool)), 0)
+        edge = _SCALAR_EDGES[kind] = Edge(arg_node(SCALAR_AVALS[kind]), 0)
     return edge
