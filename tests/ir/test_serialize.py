@@ -950,6 +950,7 @@ _X = np.arange(6.0).reshape(2, 3) + 1.0
 def _reductions(x):
     return (
         np.sum(x, axis=1, keepdims=True),
+        np.mean(x, axis=0),
         np.prod(x, axis=0),
         np.max(x, axis=1),
         np.min(x),

@@ -275,6 +275,36 @@ def test_complex_mean_var_std(dtype):
             np.testing.assert_allclose(g, j, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "dtype", [np.float16, np.float32, np.float64, np.complex64, np.int32, np.bool_], ids=str
+)
+def test_plain_mean_is_one_node_with_numpys_bits(dtype):
+    """A mean without `dtype=` or `where=` is one `mean` node computing NumPy's own arithmetic:
+    the sum in NumPy's dtype (float16 in float32 and integers in float64, inside the
+    reduction's buffered loop, over an axis longer than its buffer), divided by the count as
+    an intp; eager, traced and jitted alike. Its gradient is JAX's."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(9000, 3)) * 50
+    if dtype == np.complex64:
+        x = x + 1j * rng.normal(size=x.shape)
+    x = (x > 0 if dtype == np.bool_ else x).astype(dtype)
+    for kwargs in ({}, {"axis": 0}, {"axis": 1, "keepdims": True}):
+        f = functools.partial(np.mean, **kwargs)
+        want = np.mean(x, **kwargs)
+        graph = tg.make_graph(f)(x)
+        assert [n.prim.name for n in graph.nodes if n.prim.name not in ("arg", "const")] == ["mean"]
+        _same_bits(graph(x), want)
+        _same_bits(tg.jit(f)(x), want)
+        _same_bits(tnp.mean(x, **kwargs), want)
+        if x.dtype.kind in "fc" and dtype != np.float16:  # (JAX's float16 sums differ)
+            jf = functools.partial(jnp.mean, **kwargs)
+            g = tg.grad(lambda a, f=f: tnp.sum(tnp.abs(f(a)) ** 2))(x)
+            j = jax.grad(lambda a, jf=jf: jnp.sum(jnp.abs(jf(a)) ** 2))(x)
+            # (float32: a mean of 3 values near 50 that cancel is off by ~50 eps in both)
+            atol = 1e-5 if x.real.dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(g, j, rtol=1e-5, atol=atol)
+
+
 def test_traced_masks_for_mean_var_std():
     x, m = _normal(np.float64, 4, 6), _mask(4, 6)
     for name in ("mean", "var", "std"):

@@ -3,7 +3,9 @@
 `mean`, `var`, `std`, `ptp` and `average` are the same compositions as NumPy's own
 (`numpy/_core/_methods.py`, `numpy.average`): the same sums in the same dtypes, then the
 division by the count that NumPy does with `true_divide(s, count, casting='unsafe')`, so
-the results agree bit for bit, integer inputs and float32 included. `where=` and `initial=`
+the results agree bit for bit, integer inputs and float32 included. (A plain `mean`, with
+no `dtype=` or `where=`, is one `mean` node computing that composition, as most losses end
+with one.) `where=` and `initial=`
 go to the masked reductions (`primitives/masked.py`: NumPy sums each run of selected
 elements on its own, which no masked composition reproduces), `where=` of all/any is a
 `where` before the reduction (booleans have no rounding). `axis=None` of
@@ -79,11 +81,7 @@ def _reduce_as(reduce, x, axis, keepdims, dtype):
 
 
 def _count(x, axis) -> int:
-    shape = shape_of(x)
-    n = 1
-    for a in axis:  # (a loop: a generator costs more than the product of a few axes)
-        n *= shape[a]
-    return n
+    return broadcasting.reduced_count(shape_of(x), axis)
 
 
 def _divide_count(s, n):
@@ -259,12 +257,17 @@ amin = _chooser("amin", reduction.min, masked.min_where, "minimum")
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
-    """`numpy.mean`, as `numpy._core._methods._mean`: sum, then divide by the count (with
-    `where=`, the masked sum divided by the count of selected elements)."""
+    """`numpy.mean`, as `numpy._core._methods._mean`: sum, then divide by the count (one
+    `mean` node; with `dtype=`, the sum in that dtype divided by the count; with `where=`,
+    the masked sum divided by the count of selected elements)."""
     if out is not None:
         _reject("mean", out=True)
     arr = as_array(a)
     axis, keepdims = _normalized("mean", arr, axis), _keepdims(keepdims)
+    if where is True and dtype is None:  # the common case: one node (NumPy's default dtypes)
+        if _count(arr, axis) == 0:
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        return broadcasting.mean(arr, axis, keepdims)
     is_float16_result = False
     if dtype is None:
         kind = arr.dtype.kind

@@ -96,8 +96,9 @@ def reduce_emit(fname: str):
 def reducer(name: str, np_fn, doc: str, **rules_and_facts):
     """A reduction over sorted axes with `keepdims` (NumPy's `np_fn`), and the function that
     binds it, `fn(x, axis, keepdims=False)`: the primitive's impl, batching and emit rules
-    follow from `np_fn` (an `emit` given replaces the one written from the name); the rest
-    (shape, jvp, vjp, facts) are given."""
+    follow from `np_fn` (an `impl` or `emit` given replaces the one written from `np_fn` or
+    the name; `np_fn` is None when `impl` is given); the rest (shape, jvp, vjp, facts) are
+    given."""
 
     def fn(x, axis, keepdims=False):
         return bind(prim, x, axis=as_axes(axis), keepdims=bool(keepdims))
@@ -105,9 +106,12 @@ def reducer(name: str, np_fn, doc: str, **rules_and_facts):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     rules_and_facts.setdefault("emit", reduce_emit(name))
+    if np_fn is not None:
+        rules_and_facts["impl"] = lambda x, *, axis, keepdims: np_fn(
+            x, axis=axis, keepdims=keepdims
+        )
     prim = Primitive(
         name,
-        impl=lambda x, *, axis, keepdims: np_fn(x, axis=axis, keepdims=keepdims),
         batch=reduce_batch(fn),
         layout=Layout.KEEPS_C,
         **rules_and_facts,

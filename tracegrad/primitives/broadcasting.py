@@ -1,4 +1,5 @@
-"""Broadcasting: NumPy's shape and dtype rules, `broadcast_to`, and its transpose `sum`.
+"""Broadcasting: NumPy's shape and dtype rules, `broadcast_to`, and its transposes `sum` and
+`mean` (a sum scaled by the count).
 
 NumPy decides result dtypes: `ufunc.resolve_dtypes` applies NEP 50 (a weak Python scalar
 does not widen an array) exactly as running the ufunc would. `broadcast_to` and `sum` are
@@ -217,4 +218,78 @@ sum_p, sum = reducer(  # noqa: A001 - NumPy's name
     emit=lambda x, *, axis, keepdims: f"np.add.reduce({x}, axis={axis!r}, keepdims={keepdims!r})",
 )
 
-PRIMITIVES = (broadcast_to_p, sum_p)
+# -- mean -------------------------------------------------------------------------------------
+# One node rather than NumPy's sum and divide: a mean is most losses' last step, and every
+# eager gradient of one then records, runs and differentiates one operation instead of two.
+
+_MEAN_SUM_DTYPES = {"b": np.dtype(np.float64), "i": np.dtype(np.float64), "u": np.dtype(np.float64)}
+_FLOAT16 = np.dtype(np.float16)
+
+
+def reduced_count(shape, axis) -> int:
+    """How many elements of an array of `shape` each result of a reduction over `axis` (a
+    normalized tuple) reads (1 for no axes)."""
+    n = 1
+    for a in axis:  # (a loop: a generator costs more than the product of a few axes)
+        n *= shape[a]
+    return n
+
+
+def _mean_sum_dtype(dtype: np.dtype):
+    """The dtype NumPy's mean sums in: float64 for integers and bools, float32 for float16
+    (whose mean is rounded back), None (the input's own) otherwise."""
+    if dtype == _FLOAT16:
+        return np.dtype(np.float32)
+    return _MEAN_SUM_DTYPES.get(dtype.kind)
+
+
+def _mean_impl(x, *, axis, keepdims):
+    """`np.mean(x, axis, keepdims=keepdims)` as `numpy._core._methods._mean` computes it: the
+    sum in its dtype, divided by the count as an `intp` (for float32, in float64 and rounded
+    back), without that function's Python wrapper."""
+    x = np.asarray(x)
+    dtype = x.dtype
+    s = np.add.reduce(x, axis=axis, dtype=_mean_sum_dtype(dtype), keepdims=keepdims)
+    n = np.intp(reduced_count(x.shape, axis))
+    if type(s) is np.ndarray:
+        s = np.true_divide(s, n, out=s, casting="unsafe")
+        return s.astype(dtype) if dtype == _FLOAT16 else s
+    return (dtype if dtype == _FLOAT16 else s.dtype).type(s / n)
+
+
+def _mean_shape(x: Aval, *, axis, keepdims):
+    check_axes("mean", x, axis)
+    dtype = x.dtype if x.dtype.kind in "fc" else np.dtype(np.float64)
+    return Aval(reduced_shape(x.shape, axis, keepdims), dtype)
+
+
+def _mean_jvp(primals, tangents, *, out, axis, keepdims):
+    (x_dot,) = tangents
+    return None if x_dot is None else mean(x_dot, axis, keepdims)
+
+
+def _mean_vjp(x_bar, x, *, out, axis, keepdims):
+    # every averaged element received the cotangent over the count
+    if not carries_derivative(x):
+        return (None,)
+    shape = shape_of(x)
+    n = reduced_count(shape, axis)
+    if n:  # (an empty mean's input is empty: nothing to divide)
+        x_bar = x_bar / float(n)
+    return (kept_cotangent(x_bar, shape, axis, keepdims),)
+
+
+mean_p, mean = reducer(  # (emitted as `np.mean` itself: the same bits, NumPy's own function)
+    "mean",
+    None,
+    "Mean over the axes in `axis` (a normalized tuple), with NumPy's default dtypes: float64 "
+    "for integers and bools, float16 summed in float32.",
+    impl=_mean_impl,
+    shape=_mean_shape,
+    jvp=_mean_jvp,
+    vjp=_mean_vjp,
+    vjp_reads=READS_NOTHING,
+    taylor=series.LINEAR,
+)
+
+PRIMITIVES = (broadcast_to_p, sum_p, mean_p)

@@ -2,11 +2,12 @@
 
 Each reduction takes `axis` as a sorted tuple of distinct non-negative axes and a `keepdims`
 flag; the arg-reductions and the cumulative ones take a one-axis tuple (`axes.py`). `sum`
-lives in `broadcasting.py` beside `broadcast_to`, its transpose. The vjp of a reduction
-broadcasts the cotangent back over the reduced axes. `cumsum`/`cumprod` also take `reverse`
-and `exclusive` flags (as `jax.lax.cumsum` and `tf.math.cumprod` do): the transpose of a
-forward cumulative sum is a reverse one, and `prod`'s zero-safe derivative is a product of
-two exclusive cumulative products. The NumPy-facing functions always use the plain forms.
+and `mean` live in `broadcasting.py` beside `broadcast_to`, their transpose. The vjp of a
+reduction broadcasts the cotangent back over the reduced axes. `cumsum`/`cumprod` also take
+`reverse` and `exclusive` flags (as `jax.lax.cumsum` and `tf.math.cumprod` do): the
+transpose of a forward cumulative sum is a reverse one, and `prod`'s zero-safe derivative
+is a product of two exclusive cumulative products. The NumPy-facing functions always use
+the plain forms.
 """
 
 from __future__ import annotations

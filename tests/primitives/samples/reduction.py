@@ -87,6 +87,7 @@ def _with_zeros(data, shape, dtype):
 
 SAMPLES = {
     bc.sum_p: Sample(_reduce(_plain), complex=(0,)),
+    bc.mean_p: Sample(_reduce(_plain, nonempty=True), complex=(0,)),  # (empty: NaN, warned)
     red.prod_p: Sample(_reduce(_away_from_zero), complex=(0,)),
     red.max_p: Sample(_reduce(_distinct, nonempty=True), complex=(0,)),
     red.min_p: Sample(_reduce(_distinct, nonempty=True), complex=(0,)),

@@ -25,11 +25,9 @@ def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else tensor(x)
 
 
-def _named(t, name: str, inputs=None, *, pinned=False):
+def _named(t, name: str, inputs=None):
     """Give the node of composite result `t` PyTorch's name, and, when `inputs` are given,
-    PyTorch's `next_functions` (the composite's own inputs, not its internal nodes).
-    `pinned`: the node keeps its (constant) saved values after backward, as a PyTorch node
-    that saves only sizes can run again."""
+    PyTorch's `next_functions` (the composite's own inputs, not its internal nodes)."""
     if isinstance(t, Tensor) and t._grad_fn is not None:
         fn = t._grad_fn
         fn._name = name
@@ -37,7 +35,6 @@ def _named(t, name: str, inputs=None, *, pinned=False):
             fn._shown = tuple(
                 edge_and_fn(x)[1] if isinstance(x, Tensor) else (None, 0) for x in inputs
             )
-        fn._pinned = pinned
     return t
 
 

@@ -69,12 +69,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         )
     axes = _dims(dim, x.ndim)
     axes = tuple(range(x.ndim)) if axes is None else axes
-    shape = x.shape
-    count = math.prod([shape[a] for a in axes])  # (1 for no axes)
     with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, quietly
-        out = div(broadcasting.sum(x, axes, keepdim), count)
-    name = "MeanBackward0" if dim is None else "MeanBackward1"
-    return _named(out, name, (input,), pinned=True)
+        out = broadcasting.mean(x, axes, keepdim)
+    return _named(out, "MeanBackward0" if dim is None else "MeanBackward1", (input,))
 
 
 @_numpy_names
