@@ -106,10 +106,8 @@ def reducer(name: str, np_fn, doc: str, **rules_and_facts):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     rules_and_facts.setdefault("emit", reduce_emit(name))
-    if np_fn is not None:
-        rules_and_facts["impl"] = lambda x, *, axis, keepdims: np_fn(
-            x, axis=axis, keepdims=keepdims
-        )
+    if np_fn is not None:  # called as np_fn(x, axis=axis, keepdims=keepdims): no wrapper
+        rules_and_facts["impl"] = np_fn
     prim = Primitive(
         name,
         batch=reduce_batch(fn),

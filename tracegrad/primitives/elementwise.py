@@ -376,9 +376,11 @@ def _partial_vjp(i, d):
 
 def _summed_to(g, x):
     """`unbroadcast(g, shape_of(x))`, with the common case (no broadcasting: the shapes are
-    equal) decided without the call (every elementwise rule of every backward step asks)."""
-    s = shape_of(x)
-    return g if shape_of(g) == s else unbroadcast(g, s)
+    equal) decided without a call (every elementwise rule of every backward step asks; a
+    shape that is not a tuple compares unequal and takes `unbroadcast`, which converts it)."""
+    if getattr(g, "shape", ()) == getattr(x, "shape", ()):
+        return g
+    return unbroadcast(g, shape_of(x))
 
 
 def binary(name: str, ufunc: np.ufunc, dx=None, dy=None, *, jvp=None, vjp=None, **facts):

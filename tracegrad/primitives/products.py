@@ -46,6 +46,9 @@ def cast_like(x_bar, x):
     operand of a complex product (a complex other operand, einsum's `dtype=complex`) takes the
     real part of its complex cotangent, as JAX does (a complex-to-real cast gives the same
     values, with a ComplexWarning)."""
+    want = getattr(x, "dtype", None)
+    if want is not None and getattr(x_bar, "dtype", None) is want:  # (the common case)
+        return x_bar
     want = dtype_of(x)
     if dtype_of(x_bar) == want:
         return x_bar
