@@ -4,12 +4,11 @@
 (`numpy/_core/_methods.py`, `numpy.average`): the same sums in the same dtypes, then the
 division by the count that NumPy does with `true_divide(s, count, casting='unsafe')`, so
 the results agree bit for bit, integer inputs and float32 included. (A plain `mean`, with
-no `dtype=` or `where=`, is one `mean` node computing that composition, as most losses end
-with one.) `where=` and `initial=`
-go to the masked reductions (`primitives/masked.py`: NumPy sums each run of selected
-elements on its own, which no masked composition reproduces), `where=` of all/any is a
-`where` before the reduction (booleans have no rounding). `axis=None` of
-argmax/argmin/cumsum/cumprod flattens first, as NumPy does.
+no `dtype=` or `where=`, is one `mean` node computing that composition: most losses end
+with one.) `where=` and `initial=` go to the masked reductions (`primitives/masked.py`:
+NumPy sums each run of selected elements on its own, which no masked composition
+reproduces), `where=` of all/any is a `where` before the reduction (booleans have no
+rounding). `axis=None` of argmax/argmin/cumsum/cumprod flattens first, as NumPy does.
 """
 
 from __future__ import annotations

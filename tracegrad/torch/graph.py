@@ -152,7 +152,7 @@ class GradFn(_Hooks):
     def release(self) -> None:
         if self._on_release is not None:
             self._on_release()
-        # pinned: a node whose PyTorch node saves only sizes (a custom Function's context)
+        # pinned: a custom Function's node, whose saved values live in its ctx (freed there)
         if self._state == GradFn.SAVED and not self._pinned:
             self._state = GradFn.FREED
             self._values = self._outs = None
