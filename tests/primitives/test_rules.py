@@ -384,7 +384,17 @@ def _check_batching(prim, data, args, params, seed, exact=True):
 
 
 # Primitives whose batched form may sum in another order than a loop (reductions, products).
-INEXACT_BATCHING = {"sum", "prod", "cumsum", "cumprod", "matmul", "dot", "tensordot", "einsum"}
+INEXACT_BATCHING = {
+    "sum",
+    "mean",
+    "prod",
+    "cumsum",
+    "cumprod",
+    "matmul",
+    "dot",
+    "tensordot",
+    "einsum",
+}
 
 
 # -- complex inputs ---------------------------------------------------------------------------

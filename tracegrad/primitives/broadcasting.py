@@ -259,7 +259,7 @@ def _mean_impl(x, *, axis, keepdims):
 
 def _mean_shape(x: Aval, *, axis, keepdims):
     check_axes("mean", x, axis)
-    dtype = x.dtype if x.dtype.kind in "fc" else np.dtype(np.float64)
+    dtype = _MEAN_SUM_DTYPES.get(x.dtype.kind, x.dtype)  # (float16's is rounded back)
     return Aval(reduced_shape(x.shape, axis, keepdims), dtype)
 
 
