@@ -235,6 +235,7 @@ def _collect(root_fns) -> list[GradFn]:
 
 
 _SEQ = attrgetter("_seq")
+_SAVED, _FREED = GradFn.SAVED, GradFn.FREED
 
 
 def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
@@ -247,12 +248,12 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
         root_edges.append(edge)
         root_fns.append(fn)
     order = _collect(root_fns)
-    fn_of = {fn.node: fn for fn in order}
-    leaves = _leaves(order, root_fns)
-    targets, captures, reached = _targets(inputs, leaves, fn_of)
+    state = _Pass(create, retain, accumulate, inputs)
+    leaves = state.survey(order, root_fns)
+    targets, captures, reached = _targets(inputs, leaves, state.fn_of)
     sources = {acc.node for acc in targets} | set(captures)
-    runs = _runs(order, sources, set(captures) if accumulate else set())
-    state = _Pass(fn_of, runs, captures, create, retain, accumulate, inputs)
+    if inputs is not None:  # (without, `survey` found the nodes that run: all leaves count)
+        state.stop_where(order, sources, captures)
     token = _enabled.set(create)
     # tracegrad.diagnostics: the nodes this call releases remember its line
     freeing = tensor_causes.FREEING[0]
@@ -260,7 +261,7 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
     try:
         # as PyTorch, no floating-point warnings from derivatives (sqrt's at 0 is inf)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            leaf_bars = state.run(order, root_edges, seeds, sources | runs, targets)
+            leaf_bars = state.run(order, root_edges, seeds, sources | state.runs, targets)
         results = [None] * len(inputs) if inputs is not None else []
         for pos, g in state.captured.items():
             results[pos] = g
@@ -269,19 +270,6 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
         _enabled.reset(token)
         tensor_causes.FREEING[0] = freeing
     return results, reached
-
-
-def _leaves(order, root_fns) -> dict[Node, AccumulateGrad]:
-    """The leaves the graph reaches (a root may be a leaf itself)."""
-    leaves: dict[Node, AccumulateGrad] = {}
-    for fn in order:
-        for nxt, _ in fn._next:
-            if isinstance(nxt, AccumulateGrad):
-                leaves[nxt.node] = nxt
-    for fn in root_fns:
-        if isinstance(fn, AccumulateGrad):
-            leaves[fn.node] = fn
-    return leaves
 
 
 def _targets(inputs, leaves, fn_of):
@@ -302,17 +290,6 @@ def _targets(inputs, leaves, fn_of):
             captures.setdefault(t._grad_fn.node, {}).setdefault(t._index, []).append(pos)
             reached.append(t._grad_fn.node in fn_of)
     return targets, captures, reached
-
-
-def _runs(order, sources, runs: set[Node]) -> set[Node]:
-    """Nodes that run: those between the outputs and the sources. (`backward(inputs=[a
-    non-leaf])` also runs the non-leaf's own node, as PyTorch does: passed in `runs`.)"""
-    for fn in order:
-        for nxt, _ in fn._next:
-            if nxt is not None and (nxt.node in sources or nxt.node in runs):
-                runs.add(fn.node)
-                break
-    return runs
 
 
 def _deliver(targets, leaf_bars, results, create: bool, accumulate: bool) -> None:
@@ -412,30 +389,70 @@ class _Pass:
     """One backward pass over recorded nodes: the loop, and the shim's part at each node
     (saved values, hooks, retained and captured grads)."""
 
-    def __init__(self, fn_of, runs, captures, create, retain, accumulate, inputs):
-        # before(): nodes with tensor hooks, retained grads or pre-hooks, captured outputs
-        # (autograd.grad's non-leaf inputs) and nodes that must not run; after(): post-hooks
-        self.special = {
-            node
-            for node, fn in fn_of.items()
-            if fn._tensor_hooks or fn._retained or fn._pre_hooks or node not in runs
-        } | set(captures)
-        # a custom Function's ctx is released after its backward has read it; in anomaly
-        # mode every node's results are checked for NaN
-        self.anomaly = is_anomaly_enabled() and is_anomaly_check_nan_enabled()
-        self.post = {
-            node
-            for node, fn in fn_of.items()
-            if fn._post_hooks or (fn._on_release is not None and not retain) or self.anomaly
-        }
-        self.fn_of = fn_of
-        self.runs = runs
-        self.captures = captures
+    def __init__(self, create: bool, retain: bool, accumulate: bool, inputs):
         self.create = create
         self.retain = retain
         self.accumulate = accumulate
         self.inputs = inputs
+        # a custom Function's ctx is released after its backward has read it; in anomaly
+        # mode every node's results are checked for NaN
+        self.anomaly = is_anomaly_enabled() and is_anomaly_check_nan_enabled()
+        self.captures: dict = {}
         self.captured: dict[int, object] = {}
+
+    def survey(self, order, root_fns) -> dict[Node, AccumulateGrad]:
+        """One walk over the nodes, producers first: `fn_of` (node -> GradFn), the nodes
+        that run (those a leaf is reached from: all of them, for a pass to every leaf),
+        `special` (before(): nodes with tensor hooks, retained grads or pre-hooks, and nodes
+        that must not run) and `post` (after(): post-hooks, a custom Function's ctx to
+        release, anomaly checks). Returns the leaves the graph reaches (a root may be a leaf
+        itself), in the order of `order`."""
+        fn_of: dict[Node, GradFn] = {}
+        leaves: dict[Node, AccumulateGrad] = {}
+        runs: set[Node] = set()
+        special: set[Node] = set()
+        post: set[Node] = set()
+        released = not self.retain
+        anomaly = self.anomaly
+        for fn in order:
+            node = fn.node
+            fn_of[node] = fn
+            run = False
+            for nxt, _ in fn._next:
+                if isinstance(nxt, AccumulateGrad):
+                    leaves[nxt.node] = nxt
+                    run = True
+                elif nxt is not None and not run:
+                    run = nxt.node in runs
+            if run:
+                runs.add(node)
+            if fn._tensor_hooks or fn._retained or fn._pre_hooks or not run:
+                special.add(node)
+            if fn._post_hooks or (released and fn._on_release is not None) or anomaly:
+                post.add(node)
+        for fn in root_fns:
+            if isinstance(fn, AccumulateGrad):
+                leaves[fn.node] = fn
+        self.fn_of, self.runs, self.special, self.post = fn_of, runs, special, post
+        return leaves
+
+    def stop_where(self, order, sources: set[Node], captures) -> None:
+        """The nodes that run when the pass goes to `sources` (`inputs=`) only: those
+        between the outputs and the sources. (`backward(inputs=[a non-leaf])` also runs
+        the non-leaf's own node, as PyTorch does.)"""
+        self.captures = captures
+        runs = set(captures) if self.accumulate else set()
+        for fn in order:
+            for nxt, _ in fn._next:
+                if nxt is not None and (nxt.node in sources or nxt.node in runs):
+                    runs.add(fn.node)
+                    break
+        self.special = {
+            node
+            for node, fn in self.fn_of.items()
+            if fn._tensor_hooks or fn._retained or fn._pre_hooks or node not in runs
+        } | set(captures)
+        self.runs = runs
 
     def run(self, order, root_edges, seeds, active: set[Node], targets) -> list:
         """The leaves' cotangents (one per target, None where none arrived)."""
@@ -444,6 +461,7 @@ class _Pass:
             if e.node in active:
                 bars.add(e, b)
         special, post, create, retain = self.special, self.post, self.create, self.retain
+        release, freeing_site = not retain, tensor_causes.FREEING[0]
         pending = bars.bars
         for fn in reversed(order):
             node = fn.node
@@ -459,8 +477,12 @@ class _Pass:
             if bar is None:
                 continue
             primals, out = fn.saved(create)
-            if not retain and fn._on_release is None:
-                fn.release()  # the rule has what it reads; the node keeps nothing, as PyTorch
+            # the rule has what it reads; the node keeps nothing, as PyTorch (`GradFn.release`
+            # written out; a custom Function's node is released by `after`)
+            if release and fn._state == _SAVED and fn._on_release is None:
+                fn._state = _FREED
+                fn._values = fn._outs = None
+                fn._versions = freeing_site  # the freeing backward call's line, for the message
             in_bars = vjp_step(node, bar, primals, out, active)
             if node in post:
                 in_bars = self.after(node, bar, in_bars)

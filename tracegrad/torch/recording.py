@@ -57,9 +57,9 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         return tuple([_result(o, prim, args) for o in out])
     edges = []
     nexts = []
+    saved = []  # what the vjp rule reads of each input (None: not read, so not kept)
     versions = []
-    stamps = _stamped_inputs(prim, len(args), wants)
-    reads = prim.vjp_reads
+    stamp, keep, indices = _plan(prim, len(args), wants)
     for i, (a, v) in enumerate(zip(args, values)):
         if isinstance(a, Tensor):
             fn = a._grad_fn
@@ -70,75 +70,85 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
                 edge, nxt = edge_and_fn(a)
                 if edge is None:
                     edge = _constant_edge(v)
-            if i in stamps or (
-                v.dtype.kind not in "fc" and ("inputs" in reads or "indices" in reads)
-            ):  # (an integer or bool input is an index or condition: read if any is)
-                # weakly: the tensor may later point at a node that saved it (y += y.exp())
+            # (a tensor's array is read-only: kept as it is)
+            if v.dtype.kind in "fc":
+                if stamp[i]:
+                    # weakly: the tensor may later point at a node that saved it (y += y.exp())
+                    versions.append((a._cell, a._cell.version, weakref.ref(a)))
+                saved.append(v if keep[i] else None)
+            elif indices:  # an integer or bool input is an index or condition
                 versions.append((a._cell, a._cell.version, weakref.ref(a)))
+                saved.append(v)
+            else:
+                saved.append(None)
         else:
             edge = _constant_edge(v)
             nxt = _NO_NEXT
+            if isinstance(v, np.ndarray):
+                # a writeable array is copied: the caller could write into it before backward
+                if keep[i] if v.dtype.kind in "fc" else indices:
+                    saved.append(_readonly(v.copy()) if v.flags.writeable else v)
+                else:
+                    saved.append(None)
+            else:  # a Python number: small, and a rule may read a scalar operand anyway
+                saved.append(v)
         edges.append(edge)
         nexts.append(nxt)
     params = Params(params) if params else EMPTY_PARAMS
-    saved = _saved_inputs(prim, args, values, stamps)
-    result = _record_node(prim, args, saved, edges, nexts, versions, out, params)
+    if prim.multiple_results:
+        result = _record_outputs(prim, args, tuple(saved), edges, nexts, versions, out, params)
+    else:  # the common case, written out
+        out = _readonly(out)
+        node = Node(prim, tuple(edges), params, (interned_aval(out.shape, out.dtype),))
+        saved_out = (out,) if "output" in prim.vjp_reads else None  # (None: not read)
+        fn = GradFn(node, tuple(nexts), tuple(saved), saved_out, versions)
+        result = _output_tensor(fn, 0, out, prim, args, versions)
     if config.provenance or config.debug_nans or config.debug_infs:
         provenance.note_result(result)  # tracegrad.diagnostics: the user's line
     return _with_stack(result) if _anomaly.get()[0] else result
+
+
+def _plan(prim, n_args: int, wants: int) -> tuple:
+    """What a node of `prim` keeps of its inputs, given which require grad (`wants`: bit i
+    set when input i does): per position, whether a float input is version-stamped (an
+    in-place change of it must raise at backward) and whether it is kept, and whether integer
+    and bool inputs (indices, conditions) are stamped and kept. It depends on nothing else,
+    so it is kept on the primitive per pattern (for up to 8 inputs: a variadic primitive's
+    patterns are too many to keep).
+
+    PyTorch saves exactly the inputs the backward reads: `x * 3` saves no `x`, `X @ w` with
+    a constant `X` saves `X` but not `w` (a bilinear rule reads an input only for the other
+    inputs' gradients), `tanh` its result and not its input; so a long chain holds one value
+    per node, not two. A bilinear rule that computes every cotangent at once keeps all its
+    float inputs when it reads any."""
+    key = ("input_plan", n_args, wants)
+    found = prim.memo.get(key)
+    if found is None:
+        reads = prim.vjp_reads
+        stamps = _stamped_inputs(prim, n_args, wants)
+        joined = prim.bilinear and prim.input_vjp is None and "inputs" in reads and bool(stamps)
+        found = (
+            tuple([i in stamps for i in range(n_args)]),
+            tuple([i in stamps or joined for i in range(n_args)]),
+            "inputs" in reads or "indices" in reads,
+        )
+        if n_args <= 8:
+            prim.memo[key] = found
+    return found
 
 
 _NONE: frozenset = frozenset()
 
 
 def _stamped_inputs(prim, n_args: int, wants: int) -> frozenset | range:
-    """Positions of the float inputs whose values this node's backward will read, so an
-    in-place change of them must raise at backward: PyTorch saves exactly those (`x * 3`
-    saves no `x`, `X @ w` with a constant `X` saves `X` but not `w`: a bilinear rule reads
-    an input only for the other inputs' gradients). `wants` has bit i set when input i
-    requires grad; the answer depends on nothing else, so it is kept on the primitive per
-    pattern (for up to 8 inputs: a variadic primitive's patterns are too many to keep)."""
+    """Positions of the float inputs whose values this node's backward reads (see `_plan`)."""
     if "inputs" not in prim.vjp_reads:
         return _NONE
-    key = ("stamped_inputs", n_args, wants)
-    found = prim.memo.get(key)
-    if found is None:
-        grad = [(wants >> i) & 1 for i in range(n_args)]
-        n = sum(grad)
-        if prim.bilinear:
-            found = frozenset(i for i in range(n_args) if n - grad[i] > 0)
-        else:
-            found = range(n_args) if n else _NONE
-        if n_args <= 8:
-            prim.memo[key] = found
-    return found
-
-
-def _saved_inputs(prim, args, values, stamps) -> tuple:
-    """The input values the node's vjp rule reads, None for the others, so a node saves what
-    PyTorch's saves (`tanh` its result, not its input; `x @ W` with a constant `W` no `x`)
-    and a long chain holds one value per node, not two. Kept: the float inputs `stamps`
-    names (all of them for a bilinear rule that computes every cotangent at once), integer
-    and bool inputs when the rule reads inputs or indices, and Python numbers (small, and
-    a rule may read a scalar operand whatever it claims). A writeable NumPy array that is
-    not a tensor's is copied: the caller could write into it before the backward pass."""
-    reads = prim.vjp_reads
-    if not reads:
-        return values  # a node that saves nothing drops them all (GradFn.NOTHING)
-    indices = "inputs" in reads or "indices" in reads
-    joined = prim.bilinear and prim.input_vjp is None and "inputs" in reads
-    saved = []
-    for i, (a, v) in enumerate(zip(args, values)):
-        if not isinstance(v, np.ndarray):
-            saved.append(v)
-            continue
-        read = (i in stamps or (joined and bool(stamps))) if v.dtype.kind in "fc" else indices
-        if read:
-            copy = v.flags.writeable and not isinstance(a, Tensor)
-            saved.append(_readonly(v.copy()) if copy else v)
-        else:
-            saved.append(None)
-    return tuple(saved)
+    grad = [(wants >> i) & 1 for i in range(n_args)]
+    n = sum(grad)
+    if prim.bilinear:
+        return frozenset(i for i in range(n_args) if n - grad[i] > 0)
+    return range(n_args) if n else _NONE
 
 
 def _with_stack(result):
@@ -156,13 +166,8 @@ def _with_stack(result):
 _PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
 
 
-def _record_node(prim, args, values, edges, nexts, versions, out, params):
-    if not prim.multiple_results:  # the common case, kept short
-        out = _readonly(out)
-        node = Node(prim, tuple(edges), params, (interned_aval(out.shape, out.dtype),))
-        saved_out = (out,) if "output" in prim.vjp_reads else None  # (None: not read)
-        fn = GradFn(node, tuple(nexts), values, saved_out, versions)
-        return _output_tensor(fn, 0, out, prim, args, versions)
+def _record_outputs(prim, args, values, edges, nexts, versions, out, params):
+    """`record`'s node and tensors for a primitive with several outputs."""
     outs = tuple([_readonly(o) for o in out])
     node = Node(prim, tuple(edges), params, tuple([aval_of(o) for o in outs]))
     fn = GradFn(node, tuple(nexts), values, outs if "output" in prim.vjp_reads else None, versions)
