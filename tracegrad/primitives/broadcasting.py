@@ -97,6 +97,8 @@ def unbroadcast(x_bar, aval: Aval | tuple[int, ...]):
     if bar_shape == target:
         return x_bar
     lead = len(bar_shape) - len(target)
+    if lead > 0 and 1 not in target:  # the common case (a bias): leading axes were added
+        return bind(sum_p, x_bar, axis=tuple(range(lead)), keepdims=False)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, d in enumerate(target) if d == 1 and bar_shape[lead + i] != 1
     )
@@ -115,7 +117,12 @@ def keep_axes(v, shape, axis, keepdims):
 
 
 def kept_cotangent(x_bar, shape, axis, keepdims):
-    """A reduction's cotangent broadcast back to the input's `shape`."""
+    """A reduction's cotangent broadcast back to the input's `shape`. When the reduced axes
+    lead (a full reduction: a loss's mean; a batch axis) the cotangent broadcasts as it is,
+    without the reshape to size-1 axes (`axis` is sorted and distinct: it is 0..k-1 exactly
+    when its last entry is k-1)."""
+    if not keepdims and axis and axis[-1] == len(axis) - 1:
+        return broadcast_to(x_bar, shape)
     return broadcast_to(keep_axes(x_bar, shape, axis, keepdims), shape)
 
 

@@ -27,7 +27,7 @@ from tracegrad.primitives import series
 from tracegrad.primitives.broadcasting import result_dtype, unbroadcast
 from tracegrad.primitives.elementwise import astype, conjugate, multiply_p, real
 from tracegrad.primitives.shape import ascontiguousarray
-from tracegrad.primitives.views import move_to_front, reshape, transpose
+from tracegrad.primitives.views import move_to_front, reshape, transpose, transpose_p
 
 # -- shared helpers ---------------------------------------------------------------------------
 
@@ -177,12 +177,15 @@ def _promoted(g, x, y):
     return x2, y2, _reshape(g, batch + (x2s[-2], y2s[-1])), batch
 
 
+_SWAP = (1, 0)  # a matrix's transpose (bound directly by the common cases below)
+
+
 def _matmul_x_bar(g, x, y, *, out):
     if not carries_derivative(x):
         return None
     xs, ys = shape_of(x), shape_of(y)
     if len(xs) == 2 and len(ys) == 2:  # matrices, the common case: what the steps below bind
-        return cast_like(matmul(g, transpose(y, (1, 0))), x)
+        return cast_like(matmul(g, bind(transpose_p, y, axes=_SWAP)), x)
     if _is_matvec(xs, ys):
         return cast_like(_matvec_x_bar(g, x, y), x)
     x2, y2, g2, batch = _promoted(g, x, y)
@@ -201,7 +204,7 @@ def _matmul_y_bar(g, x, y, *, out):
         return None
     xs, ys = shape_of(x), shape_of(y)
     if len(xs) == 2 and len(ys) == 2:  # matrices, the common case: what the steps below bind
-        return cast_like(matmul(transpose(x, (1, 0)), g), y)
+        return cast_like(matmul(bind(transpose_p, x, axes=_SWAP), g), y)
     if _is_matvec(xs, ys):
         return cast_like(_matvec_y_bar(g, x, y), y)
     x2, y2, g2, batch = _promoted(g, x, y)
