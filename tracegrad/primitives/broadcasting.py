@@ -163,7 +163,10 @@ def _broadcast_to_impl(x, *, shape):
     """`np.broadcast_to(x, shape)`; an array of one element (a full reduction's cotangent,
     the common case) is viewed directly, without `np.broadcast_to`'s Python wrapper, which
     costs a few times more than the rest of a reduction's backward step. The same read-only
-    view of the same memory, every stride 0."""
+    view of the same memory, every stride 0. A NumPy scalar (the cotangent of a loss that
+    ended in a NumPy scalar) is made a 0-d array first, as `np.broadcast_to` makes it."""
+    if isinstance(x, np.generic):
+        x = np.array(x)
     if type(x) is np.ndarray and x.size == 1 and x.ndim <= len(shape) and x.flags.c_contiguous:
         view = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
         if view.flags.writeable:

@@ -60,7 +60,10 @@ def _inplace(name: str):
         if name == "abs" and self.dtype.kind == "c":  # a real result cannot replace z
             raise RuntimeError("In-place abs is not supported for complex tensors.")
         self._check_inplace()
-        result = getattr(self._snapshot(), name)(*args, **kwargs)
+        # the input as it is now, in a cell of its own, for a node that records it (with grad
+        # mode off, as in an optimizer's step, nothing records it: the tensor itself serves)
+        source = self._snapshot() if _enabled.get() else self
+        result = getattr(source, name)(*args, **kwargs)
         return rebind(self, result)
 
     method.__name__ = name + "_"
