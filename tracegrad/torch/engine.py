@@ -216,24 +216,6 @@ def _zeros_like(t: Tensor) -> Tensor:
 # -- the pass ---------------------------------------------------------------------------------
 
 
-def _collect(root_fns) -> list[GradFn]:
-    """The GradFns reachable from `root_fns`, producers first.
-
-    Recording numbers GradFns in creation order, which is topological, so a plain
-    iterative search and a sort by that number give the order (cheaper than a post-order)."""
-    found: set[GradFn] = set()
-    stack = [fn for fn in root_fns if isinstance(fn, GradFn)]
-    while stack:
-        fn = stack.pop()
-        if fn in found:
-            continue
-        found.add(fn)
-        for nxt, _ in fn._next:
-            if isinstance(nxt, GradFn) and nxt not in found:
-                stack.append(nxt)
-    return sorted(found, key=_SEQ)
-
-
 _SEQ = attrgetter("_seq")
 _SAVED, _FREED = GradFn.SAVED, GradFn.FREED
 
@@ -247,12 +229,11 @@ def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):
         edge, (fn, _) = edge_and_fn(r)
         root_edges.append(edge)
         root_fns.append(fn)
-    order = _collect(root_fns)
     state = _Pass(create, retain, accumulate, inputs)
-    leaves = state.survey(order, root_fns)
+    order, leaves = state.survey(root_fns)
     targets, captures, reached = _targets(inputs, leaves, state.fn_of)
     sources = {acc.node for acc in targets} | set(captures)
-    if inputs is not None:  # (without, `survey` found the nodes that run: all leaves count)
+    if inputs is not None:  # (without, every node runs: `survey`)
         state.stop_where(order, sources, captures)
     token = _enabled.set(create)
     # tracegrad.diagnostics: the nodes this call releases remember its line
@@ -400,41 +381,57 @@ class _Pass:
         self.captures: dict = {}
         self.captured: dict[int, object] = {}
 
-    def survey(self, order, root_fns) -> dict[Node, AccumulateGrad]:
-        """One walk over the nodes, producers first: `fn_of` (node -> GradFn), the nodes
-        that run (those a leaf is reached from: all of them, for a pass to every leaf),
-        `special` (before(): nodes with tensor hooks, retained grads or pre-hooks, and nodes
-        that must not run) and `post` (after(): post-hooks, a custom Function's ctx to
-        release, anomaly checks). Returns the leaves the graph reaches (a root may be a leaf
-        itself), in the order of `order`."""
+    def survey(self, root_fns) -> tuple[list[GradFn], dict[Node, AccumulateGrad]]:
+        """One search of the recorded graph from `root_fns`. Returns the GradFns it reaches,
+        producers first, and the leaves, in the order a producers-first walk meets them (a
+        root may be a leaf itself); keeps `fn_of` (node -> GradFn), the nodes that run (all
+        of them, for a pass to every leaf), `special` (before(): nodes with tensor hooks,
+        retained grads or pre-hooks) and `post` (after(): post-hooks, a custom Function's
+        ctx to release, anomaly checks).
+
+        Recording numbers GradFns in creation order, which is topological, so a plain
+        iterative search and a sort by that number give the order (cheaper than a
+        post-order). Every node it reaches runs: a node is recorded only when an input
+        requires grad, and that input's producer (a recorded node, or a leaf's
+        AccumulateGrad) is among its `next_functions`, so by induction in creation order
+        every node reaches a leaf. (`stop_where` narrows the nodes that run to `inputs=`.)"""
         fn_of: dict[Node, GradFn] = {}
-        leaves: dict[Node, AccumulateGrad] = {}
-        runs: set[Node] = set()
         special: set[Node] = set()
         post: set[Node] = set()
+        leafy = []  # the GradFns with a leaf among their inputs
         released = not self.retain
         anomaly = self.anomaly
-        for fn in order:
+        stack = [fn for fn in root_fns if isinstance(fn, GradFn)]
+        while stack:
+            fn = stack.pop()
             node = fn.node
+            if node in fn_of:
+                continue
             fn_of[node] = fn
-            run = False
+            to_leaf = False
             for nxt, _ in fn._next:
-                if isinstance(nxt, AccumulateGrad):
-                    leaves[nxt.node] = nxt
-                    run = True
-                elif nxt is not None and not run:
-                    run = nxt.node in runs
-            if run:
-                runs.add(node)
-            if fn._tensor_hooks or fn._retained or fn._pre_hooks or not run:
+                if isinstance(nxt, GradFn):
+                    if nxt.node not in fn_of:
+                        stack.append(nxt)
+                elif nxt is not None:
+                    to_leaf = True
+            if to_leaf:
+                leafy.append(fn)
+            if fn._tensor_hooks or fn._retained or fn._pre_hooks:
                 special.add(node)
             if fn._post_hooks or (released and fn._on_release is not None) or anomaly:
                 post.add(node)
+        order = sorted(fn_of.values(), key=_SEQ)
+        leaves: dict[Node, AccumulateGrad] = {}
+        for fn in sorted(leafy, key=_SEQ):
+            for nxt, _ in fn._next:
+                if isinstance(nxt, AccumulateGrad):
+                    leaves[nxt.node] = nxt
         for fn in root_fns:
             if isinstance(fn, AccumulateGrad):
                 leaves[fn.node] = fn
-        self.fn_of, self.runs, self.special, self.post = fn_of, runs, special, post
-        return leaves
+        self.fn_of, self.runs, self.special, self.post = fn_of, set(fn_of), special, post
+        return order, leaves
 
     def stop_where(self, order, sources: set[Node], captures) -> None:
         """The nodes that run when the pass goes to `sources` (`inputs=`) only: those
