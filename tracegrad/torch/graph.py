@@ -188,9 +188,10 @@ class GradFn(_Hooks):
                     ]
                     break
             outs = self._outs
-            if outs is None:
-                return values, self._stood_in_outs()
-            return values, outs if node.prim.multiple_results else outs[0]
+            if node.prim.multiple_results:
+                return values, self._stood_in_outs() if outs is None else outs
+            # (the common case: one output, a stand-in when the rule does not read it)
+            return values, _stand_in(node.out_avals[0]) if outs is None else outs[0]
         # inputs as tensors linked into the graph: a handle on the producer's output, the leaf
         # itself, or the constant's value (no reference to user tensors: no cycles)
         ins = []

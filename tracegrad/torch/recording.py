@@ -59,7 +59,8 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
     nexts = []
     saved = []  # what the vjp rule reads of each input (None: not read, so not kept)
     versions = []
-    stamp, keep, indices = _plan(prim, len(args), wants)
+    plan = prim.memo.get(("input_plan", len(args), wants))  # (`_plan`'s hit, inline)
+    stamp, keep, indices = plan if plan is not None else _plan(prim, len(args), wants)
     for i, (a, v) in enumerate(zip(args, values)):
         if isinstance(a, Tensor):
             fn = a._grad_fn
@@ -102,7 +103,16 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         node = Node(prim, tuple(edges), params, (interned_aval(out.shape, out.dtype),))
         saved_out = (out,) if "output" in prim.vjp_reads else None  # (None: not read)
         fn = GradFn(node, tuple(nexts), tuple(saved), saved_out, versions)
-        result = _output_tensor(fn, 0, out, prim, args, versions)
+        cell = _Cell(out)  # `_output_tensor`, written out
+        result = Tensor.__new__(Tensor)
+        result._init(cell, fn, 0)
+        if out.dtype.kind not in "fc":
+            result._grad_fn = None
+            result._requires_grad = False
+        elif saved_out is not None:
+            versions.append((cell, 0, 0))  # the output, saved: its version is checked too
+        if prim.view_of is not None:
+            result._base = _root_base(args[prim.view_of])
     if config.provenance or config.debug_nans or config.debug_infs:
         provenance.note_result(result)  # tracegrad.diagnostics: the user's line
     return _with_stack(result) if _anomaly.get()[0] else result
