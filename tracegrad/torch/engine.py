@@ -21,6 +21,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from tracegrad import config
 from tracegrad.core import bind
 from tracegrad.diagnostics import provenance, tensor_causes
 from tracegrad.ir.graph import Node
@@ -459,6 +460,7 @@ class _Pass:
                 bars.add(e, b)
         special, post, create, retain = self.special, self.post, self.create, self.retain
         release, freeing_site = not retain, tensor_causes.FREEING[0]
+        diagnosing = config.provenance or config.debug_nans or config.debug_infs
         pending = bars.bars
         for fn in reversed(order):
             node = fn.node
@@ -480,6 +482,15 @@ class _Pass:
                 fn._state = _FREED
                 fn._values = fn._outs = None
                 fn._versions = freeing_site  # the freeing backward call's line, for the message
+            rule_of = None if diagnosing or node in post else prim.input_vjp
+            if rule_of is not None and prim.registered:  # `vjp_step` of per-input rules, inline
+                params = node.params
+                for i, e in enumerate(node.inputs):
+                    if e[0] in active:  # (constants take no cotangent)
+                        rule = rule_of(i)
+                        b = None if rule is None else rule(bar, *primals, out=out, **params)
+                        bars.add(e, self.zero(e) if b is None else b)  # (None: see below)
+                continue
             in_bars = vjp_step(node, bar, primals, out, active)
             if node in post:
                 in_bars = self.after(node, bar, in_bars)
