@@ -436,6 +436,38 @@ def test_an_elementwise_operand_reads_what_was_broadcast(dtype, shape, how, side
     assert [g.strides for g in got] == [w.strides for w in f(y, c)]
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_broadcast_python_number_is_read_as_the_number_where_it_promotes_the_same(dtype):
+    # a broadcast Python float (a weak scalar) is a strong float64 array; the float itself
+    # promotes as a number: reading it instead gives the same result only where the other
+    # operand fixes the dtype as the array would (float64: rewritten; float32: the array
+    # made the product float64, kept)
+    k, y = _arg((), np.float64, weak=True), _arg((4, 5), dtype)
+    out = _apply(ew.multiply_p, _apply(bc.broadcast_to_p, k, shape=(4, 5)), y)
+    graph = _graph([k, y], [out])
+    s = verify(simplify(graph))
+    assert _count(s, "broadcast_to") == (0 if dtype == np.float64 else 1)
+    assert s.outputs[0].aval == graph.outputs[0].aval
+    values = (0.1, np.linspace(-2.0, 2.0, 20, dtype=dtype).reshape(4, 5))
+    assert_bitwise_equal(s(*values), graph(*values))
+    assert_bitwise_equal(tg.jit(graph)(*values), graph(*values))
+
+
+def test_a_jitted_mean_gradient_multiplies_by_one_over_the_count_as_a_number():
+    # the mean's cotangent 1/n, broadcast to the shape of what was averaged (too large to
+    # fold into a constant): read as the number itself, one view fewer in a jitted training
+    # step, the same bits as eager
+    rng = np.random.default_rng(0)
+    w, x, y = (rng.standard_normal(s) for s in [(8, 10), (64, 8), (64, 10)])
+
+    def step(w, x, y):  # (x and y passed on as arguments, as a training step does)
+        return tg.value_and_grad(lambda w, x, y: np.mean((x @ w - y) ** 2))(w, x, y)
+
+    jitted = tg.jit(step)
+    assert "broadcast_to" not in jitted.lower(w, x, y).source
+    assert_bitwise_equal(jitted(w, x, y), step(w, x, y))
+
+
 def test_a_broadcast_that_sets_the_shape_is_kept():
     x, c = np.arange(3.0), np.arange(2.0).reshape(2, 1)
     # the broadcast is the only operand of the full shape: without it the result shrinks

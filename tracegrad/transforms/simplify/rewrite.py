@@ -100,6 +100,17 @@ def _simplify_graph(graph: Graph) -> Graph:
 SIMPLIFY: list = []
 
 
+def _same_result(node: Node, ins) -> bool:
+    """Whether `node`'s primitive on inputs `ins` gives the node's own output avals (shapes,
+    dtypes and weak types: equal avals, so NumPy computes in the same dtype, to the same bits)."""
+    prim = node.prim
+    try:
+        out = prim.results(prim.shape(*(e.aval for e in ins), **node.params))
+    except (TypeError, ValueError):
+        return False
+    return tuple(out) == node.out_avals
+
+
 class _Pass:
     """One sweep over `graph.nodes`: each node's inputs are remapped to their replacements,
     then (as enabled) it is folded, rewritten by an identity, or shared with an equal node."""
@@ -213,11 +224,15 @@ class _Pass:
         for k, e in enumerate(ins):
             while e.node.prim is bc.broadcast_to_p:  # (a broadcast of a broadcast: both)
                 x = e.node.inputs[0]
-                if x.aval.dtype != e.aval.dtype or x.aval.weak_type != e.aval.weak_type:
-                    break
                 trial = list(new or ins)
                 trial[k] = x
-                if np.broadcast_shapes(*(t.aval.shape for t in trial)) != shape:
+                if x.aval.dtype != e.aval.dtype or x.aval.weak_type != e.aval.weak_type:
+                    # a broadcast Python number (a weak scalar: a mean's 1/n in a traced
+                    # gradient) promotes as a number, not as the broadcast's array: only
+                    # where the node's result is the same either way
+                    if not (x.aval.weak_type and _same_result(node, trial)):
+                        break
+                elif np.broadcast_shapes(*(t.aval.shape for t in trial)) != shape:
                     break
                 new = trial
                 if self.reads(e.node) > 1:  # it may be left with one reader
