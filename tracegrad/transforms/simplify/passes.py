@@ -49,7 +49,8 @@ def identities(graph: Graph, *, contiguous_inputs: bool = False) -> Graph:
     `x + (-0.0)`, `x - 0.0`, `x**1`, `x**2 -> x*x`, `--x`, transpose of transpose, reshape of
     reshape, reshape/broadcast_to/astype to what the value already is, integer sums over
     size-1 axes, an elementwise operand's `broadcast_to` where the operation broadcasts to
-    the same shape by itself. `contiguous_inputs`: see `simplify`."""
+    the same shape by itself (and, for a broadcast Python number, promotes to the same
+    dtype). `contiguous_inputs`: see `simplify`."""
     return _debug_verify(_Pass(graph, rules=True, c_inputs=contiguous_inputs).run())
 
 
