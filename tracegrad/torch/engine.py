@@ -390,12 +390,11 @@ class _Pass:
         retained grads or pre-hooks) and `post` (after(): post-hooks, a custom Function's
         ctx to release, anomaly checks).
 
-        Recording numbers GradFns in creation order, which is topological, so a plain
-        iterative search and a sort by that number give the order (cheaper than a
-        post-order). Every node it reaches runs: a node is recorded only when an input
-        requires grad, and that input's producer (a recorded node, or a leaf's
-        AccumulateGrad) is among its `next_functions`, so by induction in creation order
-        every node reaches a leaf. (`stop_where` narrows the nodes that run to `inputs=`.)"""
+        Recording numbers GradFns in creation order, which is topological: a search and a
+        sort by that number give the order (cheaper than a post-order). Every node reached
+        runs: a node is recorded only when an input requires grad, whose producer (a node,
+        or a leaf's AccumulateGrad) is among its `next_functions`, so by induction in
+        creation order every node reaches a leaf. (`stop_where` narrows them to `inputs=`.)"""
         fn_of: dict[Node, GradFn] = {}
         special: set[Node] = set()
         post: set[Node] = set()

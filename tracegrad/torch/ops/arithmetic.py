@@ -106,14 +106,12 @@ def floor_divide(input, other):
 
 
 def matmul(input, other):
-    if (
-        isinstance(input, Tensor)
-        and isinstance(other, Tensor)
-        and input.ndim == other.ndim == 2
-        and input.shape[1] != other.shape[0]
-    ):
-        (n, k), (k2, m) = input.shape, other.shape
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        a, b = input._cell.value.shape, other._cell.value.shape
+        if len(a) == len(b) == 2 and a[1] != b[0]:
+            raise RuntimeError(
+                f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})"
+            )
     return _binary(products.matmul_p, input, other)
 
 

@@ -69,8 +69,11 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         )
     axes = _dims(dim, x.ndim)
     axes = tuple(range(x.ndim)) if axes is None else axes
-    with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, quietly
+    if x._cell.value.size:
         out = broadcasting.mean(x, axes, keepdim)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, quietly
+            out = broadcasting.mean(x, axes, keepdim)
     return _named(out, "MeanBackward0" if dim is None else "MeanBackward1", (input,))
 
 
