@@ -444,11 +444,8 @@ class _Pass:
                 if nxt is not None and (nxt.node in sources or nxt.node in runs):
                     runs.add(fn.node)
                     break
-        self.special = {
-            node
-            for node, fn in self.fn_of.items()
-            if fn._tensor_hooks or fn._retained or fn._pre_hooks or node not in runs
-        } | set(captures)
+        # `survey`'s hooked nodes, and now the captured ones and those that must not run
+        self.special |= {node for node in self.fn_of if node not in runs} | set(captures)
         self.runs = runs
 
     def run(self, order, root_edges, seeds, active: set[Node], targets) -> list:
