@@ -778,13 +778,8 @@ class Tracer(Boxed):
             "from the transformed function instead of storing them."
         )
 
-    # -- the usual ndarray methods, NumPy signatures --------------------------------------
-    def __getattr__(self, name):
-        # Methods such as .sum, .reshape, .astype, .mean resolve through tracegrad.numpy.
-        method = _numpy_dispatch().METHODS.get(name)
-        if method is None:
-            raise AttributeError(f"'Tracer' object (a traced array) has no attribute {name!r}")
-        return method.__get__(self)
+    # (the usual ndarray methods, .sum, .reshape, .astype, .mean, with NumPy's signatures, are
+    # tracegrad.numpy's functions, put on the class by tracegrad.numpy._methods)
 
 
 def is_tracer(x) -> bool:

@@ -64,5 +64,5 @@ __all__ = (
 )
 
 # the submodules, as `np.linalg` and `np.fft` (after the rest: they build on it), and
-# Tracer's direct operators (tracegrad.numpy._operators)
+# Tracer's direct operators and ndarray methods (tracegrad.numpy._operators)
 from tracegrad.numpy import _operators, fft, linalg  # noqa: E402, F401

@@ -1,9 +1,9 @@
-"""How NumPy calls on tracers reach tracegrad: the ufunc, function and method tables.
+"""How NumPy calls on tracers reach tracegrad: the ufunc and function tables.
 
 `np.sin(t)` arrives through `Tracer.__array_ufunc__`, `np.sum(t)` through
-`__array_function__`, `t.sum()` through `Tracer.__getattr__`; each looks the function up
-here by NumPy's own object or name. The tables are built from `tracegrad.numpy`'s names, so
-adding a function there is all it takes to make NumPy code reach it.
+`__array_function__`; each looks the function up here by NumPy's own object. The tables are
+built from `tracegrad.numpy`'s names, so adding a function there is all it takes to make
+NumPy code reach it. (`t.sum()` is a method of the class: tracegrad.numpy._methods.)
 """
 
 from __future__ import annotations
@@ -243,93 +243,3 @@ def array_function(func, args, kwargs):
             mod = ".".join(["np", *public])
         raise _unsupported(f"{mod}.{getattr(func, '__name__', func)}")
     return fn(*args, **kwargs)
-
-
-# -- methods of traced arrays -----------------------------------------------------------------
-
-
-def _reshape(self, *shape, order="C"):
-    if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported")
-    if len(shape) == 1 and isinstance(shape[0], tuple | list):
-        shape = tuple(shape[0])
-    return namespace.reshape(self, shape)
-
-
-def _transpose(self, *axes):
-    if len(axes) == 1 and isinstance(axes[0], tuple | list):
-        axes = tuple(axes[0])
-    return namespace.transpose(self, axes or None)
-
-
-def _flatten(self, order="C"):
-    return namespace.reshape(self, (-1,))
-
-
-def _copy(self, order="K"):
-    return self  # traced values are immutable: a copy is the same value
-
-
-_SAME_AS_FUNCTION = (
-    "sum",
-    "prod",
-    "mean",
-    "var",
-    "std",
-    "max",
-    "min",
-    "argmax",
-    "argmin",
-    "all",
-    "any",
-    "cumsum",
-    "cumprod",
-    "clip",
-    "squeeze",
-    "swapaxes",
-    "ravel",
-    "dot",
-    "round",
-    "astype",
-    "take",
-    "repeat",
-    "trace",
-    "diagonal",
-    "ptp",
-    "conj",
-    "conjugate",
-    "nonzero",
-    "argsort",
-    "argpartition",
-    "searchsorted",
-    "compress",
-    "nonzero",
-    "cumulative_sum",
-    "cumulative_prod",
-)
-
-METHODS = {name: getattr(namespace, name) for name in _SAME_AS_FUNCTION if hasattr(namespace, name)}
-METHODS.update(reshape=_reshape, transpose=_transpose, flatten=_flatten, copy=_copy)
-
-
-def _in_place(name: str, instead: str):
-    def method(self, *args, **kwargs):
-        raise TypeError(
-            f"tracegrad: x.{name}() changes an array in place, which a traced value cannot be "
-            f"(x would be left unchanged); use {instead}"
-        )
-
-    method.__name__ = name
-    return method
-
-
-# ndarray methods that write into the array: refused by name rather than quietly returning a
-# new value that the caller's code would drop
-METHODS.update(
-    sort=_in_place("sort", "x = np.sort(x, axis)"),
-    partition=_in_place("partition", "x = np.partition(x, kth, axis)"),
-    fill=_in_place("fill", "x = np.full_like(x, value)"),
-    put=_in_place("put", "x = x.at[indices].set(values) on the flattened array"),
-    resize=_in_place("resize", "x = np.resize(x, shape) or np.reshape"),
-    itemset=_in_place("itemset", "x = x.at[index].set(value)"),
-)

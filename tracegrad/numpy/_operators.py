@@ -1,12 +1,12 @@
 """Tracer's arithmetic and comparison operators, and its NumPy ufunc calls, binding the
-primitive directly."""
+primitive directly; and its ndarray methods (tracegrad.numpy._methods)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from tracegrad import core
-from tracegrad.numpy import _elementwise, _products
+from tracegrad.numpy import _elementwise, _methods, _products
 
 # NumPy's operator mixin (which Boxed inherits) routes `t + 1` through np.add and back into
 # `Tracer.__array_ufunc__`, then `array_ufunc` and the elementwise function: five Python frames
@@ -150,3 +150,4 @@ def _install_ufunc_call(cls) -> None:
 
 _install_operators(core.Tracer)
 _install_ufunc_call(core.Tracer)
+_methods.install(core.Tracer)  # `t.sum()`, `t.astype(...)`

@@ -217,11 +217,16 @@ class GradFn(_Hooks):
             return _stand_in(node.out_avals[0])
         return tuple([_stand_in(a) for a in node.out_avals])
 
-    def __getattr__(self, name: str):
-        # PyTorch's `grad_fn._saved_self` / `_saved_other` / `_saved_result`
-        index = {"_saved_self": 0, "_saved_other": 1, "_saved_result": -1}.get(name)
-        if index is None:
-            raise AttributeError(f"'{self.name()}' object has no attribute '{name}'")
+    # PyTorch's `grad_fn._saved_self` / `_saved_other` / `_saved_result`, as properties (not
+    # a `__getattr__`: that would put every attribute read of a node, the backward pass's
+    # included, on CPython's unspecialized path)
+    _saved_self = property(lambda self: self._saved(0))
+    _saved_other = property(lambda self: self._saved(1))
+    _saved_result = property(lambda self: self._saved(-1))
+
+    def _saved(self, index: int):
+        if index >= len(self.node.inputs):  # `_saved_other` of a one-input node
+            raise AttributeError(f"'{self.name()}' object has no attribute '_saved_other'")
         if self._state == GradFn.SAVED:  # a value the rule does not read was not saved
             held = self._outs if index == -1 else self._values[index]
             if held is None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from tracegrad.core import Boxed, _numpy_dispatch  # NumPy functions on tensors follow NumPy
 from tracegrad.diagnostics import tensor_causes
+from tracegrad.numpy import _methods
 from tracegrad.primitives.elementwise import astype
 from tracegrad.torch.dtypes import _default_complex, get_default_dtype
 from tracegrad.torch.grad_mode import _enabled
@@ -406,15 +407,6 @@ class Tensor(Boxed):
             extras.append(("requires_grad=True", len("requires_grad=True")))
         return add_suffixes(f"tensor({body}", extras, len("tensor("))
 
-    def __getattr__(self, name: str):
-        # NumPy's array methods that PyTorch lacks (`astype`, `swapaxes`, ...) keep NumPy code
-        # working on tensors; PyTorch-named methods are attributes of the class and win.
-        if not name.startswith("_"):
-            method = _numpy_dispatch().METHODS.get(name)
-            if method is not None:
-                return method.__get__(self)
-        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
-
     # -- autograd surface -------------------------------------------------------------------
     def detach(self) -> Tensor:
         """A leaf sharing this tensor's cell (array and version counter), not requiring grad."""
@@ -679,3 +671,8 @@ def _as_array(data, dtype) -> np.ndarray:
             f"tensor: could not infer a numeric dtype from data of type {type(data).__name__}"
         )
     return value
+
+
+# NumPy's array methods that PyTorch lacks (`astype`, `swapaxes`, ...) keep NumPy code working
+# on tensors; PyTorch-named methods are attributes of the class and win.
+_methods.install(Tensor)
