@@ -372,6 +372,45 @@ def test_no_grad_in_place_update_of_a_leaf():
         assert p.tolist() == [0.0, 0.0] and p._version == 1
 
 
+_NO_GRAD_UPDATES = [  # (the arithmetic ones take a direct path with grad mode off)
+    lambda p, g: p.sub_(0.1 * g),
+    lambda p, g: p.__isub__(g * 0.1),
+    lambda p, g: p.__iadd__(g),
+    lambda p, g: p.__imul__(0.9),
+    lambda p, g: p.__itruediv__(3),
+    lambda p, g: p.div_(g + 2.0),
+    lambda p, g: p.div_(g + 2.0, rounding_mode=None),  # a keyword: the general path
+    lambda p, g: p.__isub__(g.double()),  # another dtype: cast back, the general path
+    lambda p, g: p.__isub__(g[0]),  # a broadcast operand
+    lambda p, g: p.__isub__(M_ones_3(p)),  # broadcasts p to a larger shape: refused
+]
+
+
+def M_ones_3(p):
+    return (tt if isinstance(p, tt.Tensor) else torch).ones(3, 2, 3, dtype=p.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("update", _NO_GRAD_UPDATES, ids=_src)
+def test_no_grad_arithmetic_updates_match_torch_bit_for_bit(update, dtype):
+    rng = np.random.default_rng(3)
+    data, grad = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    outcomes = []
+    for M in (torch, tt):
+        p = M.tensor(data, dtype=getattr(M, dtype), requires_grad=True)
+        g = M.tensor(grad, dtype=getattr(M, dtype))
+        y = (p * p).sum()  # its node saves p: a backward after p changes must raise
+        with M.no_grad():
+            outcome = _outcome(lambda M: update(p, g), M)
+        if outcome[0] == "ok":
+            assert outcome[1] is p and p.is_leaf and p.requires_grad and p.grad_fn is None
+            outcome = ("ok", p.detach().numpy().tobytes(), _torch_text(str(p.dtype)), p._version)
+            kind, message = _outcome(lambda M: y.backward(), M)
+            outcome += (kind, "modified by an inplace operation" in message)
+        outcomes.append(outcome)
+    assert outcomes[1] == outcomes[0]
+
+
 @pytest.mark.parametrize(
     "dtype", ["float32", "float64", "float16", "uint8", "int8", "int16", "int32", "int64", "bool"]
 )

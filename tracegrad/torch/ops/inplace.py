@@ -12,13 +12,13 @@ import numpy as np
 
 from tracegrad import config
 from tracegrad.diagnostics import tensor_causes
-from tracegrad.primitives.elementwise import where_p
+from tracegrad.primitives import elementwise as ew
 from tracegrad.torch.grad_mode import _enabled
 from tracegrad.torch.ops import random
 from tracegrad.torch.ops.conventions import _as_tensor
 from tracegrad.torch.ops.shapes import clone, expand
 from tracegrad.torch.recording import record
-from tracegrad.torch.tensor import Tensor
+from tracegrad.torch.tensor import Tensor, _readonly
 
 
 def rebind(self: Tensor, result: Tensor) -> Tensor:
@@ -42,7 +42,7 @@ def rebind(self: Tensor, result: Tensor) -> Tensor:
         # a constant overwrote a recorded value (zero_, fill_, copy_ of a constant): the
         # old value now gets a zero gradient, through a node that selects the new value
         old = self._snapshot()
-        result = record(where_p, (np.zeros(self.shape, bool), old, result), {})
+        result = record(ew.where_p, (np.zeros(self.shape, bool), old, result), {})
         value = result._cell.value
     self._cell.value = value
     self._cell.version += 1
@@ -56,18 +56,52 @@ def rebind(self: Tensor, result: Tensor) -> Tensor:
 
 
 def _inplace(name: str):
+    arithmetic = _ARITHMETIC.get(name)
+
     def method(self, *args, **kwargs):
         if name == "abs" and self.dtype.kind == "c":  # a real result cannot replace z
             raise RuntimeError("In-place abs is not supported for complex tensors.")
         self._check_inplace()
-        # the input as it is now, in a cell of its own, for a node that records it (with grad
-        # mode off, as in an optimizer's step, nothing records it: the tensor itself serves)
-        source = self._snapshot() if _enabled.get() else self
+        if _enabled.get():
+            # the input as it is now, in a cell of its own, for the node that records it
+            source = self._snapshot()
+        else:  # nothing records it (an optimizer's step): the tensor itself serves
+            if arithmetic is not None and len(args) == 1 and not kwargs:
+                value = _updated(arithmetic, self, args[0])
+                if value is not None:
+                    self._cell.value = value
+                    self._cell.version += 1
+                    return self
+            source = self
         result = getattr(source, name)(*args, **kwargs)
         return rebind(self, result)
 
     method.__name__ = name + "_"
     return method
+
+
+# `p -= lr * p.grad` with grad mode off, an optimizer's update: the operator's NumPy function
+# on the arrays, without the result tensor that `rebind` would read and drop
+_ARITHMETIC = {"add": ew.add_p, "sub": ew.subtract_p, "mul": ew.multiply_p, "div": ew.divide_p}
+
+
+def _updated(prim, self: Tensor, other):
+    """`self`'s new value for `self op= other` when `op` would compute it in `self`'s float
+    dtype and shape, from a tensor of that dtype or a Python number; None otherwise (the
+    general path then casts, broadcasts or raises, as PyTorch does)."""
+    value = self._cell.value
+    if type(other) is float or type(other) is int:
+        operand = other  # a weak scalar: NumPy computes in the array's dtype, as PyTorch
+    elif isinstance(other, Tensor) and other._cell.value.dtype == value.dtype:
+        operand = other._cell.value
+    else:
+        return None
+    if value.dtype.kind not in "fc" or config.provenance or config.debug_nans or config.debug_infs:
+        return None  # (tracegrad.diagnostics notes the change: the general path)
+    out = prim.impl(value, operand)
+    if out.shape != value.shape:
+        return None  # `other` broadcasts self to a larger shape: the general path's error
+    return _readonly(out)
 
 
 def _zero_(self):
