@@ -37,14 +37,14 @@ def lend(value: np.ndarray, lent: list) -> None:
         entry = _LENT.get(id(value))
         if entry is None and value.base is None:  # the common case: an array of its own
             if value.flags.writeable:
-                value.setflags(write=False)
+                value.setflags(False)
                 _LENT[id(value)] = [value, 1, True]
                 lent.append(value)
             return
         if entry is None or not entry[2]:
             if not value.flags.writeable:
                 return
-            value.setflags(write=False)  # (cheaper than through the `flags` object)
+            value.setflags(False)  # (cheaper than through the `flags` object)
             if entry is not None:
                 entry[2] = True  # a base of an array lent earlier, now lent itself
         a = value

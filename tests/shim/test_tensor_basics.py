@@ -382,11 +382,11 @@ _NO_GRAD_UPDATES = [  # (the arithmetic ones take a direct path with grad mode o
     lambda p, g: p.div_(g + 2.0, rounding_mode=None),  # a keyword: the general path
     lambda p, g: p.__isub__(g.double()),  # another dtype: cast back, the general path
     lambda p, g: p.__isub__(g[0]),  # a broadcast operand
-    lambda p, g: p.__isub__(M_ones_3(p)),  # broadcasts p to a larger shape: refused
+    lambda p, g: p.__isub__(_ones_like_3x(p)),  # broadcasts p to a larger shape: refused
 ]
 
 
-def M_ones_3(p):
+def _ones_like_3x(p):
     return (tt if isinstance(p, tt.Tensor) else torch).ones(3, 2, 3, dtype=p.dtype)
 
 
@@ -401,11 +401,11 @@ def test_no_grad_arithmetic_updates_match_torch_bit_for_bit(update, dtype):
         g = M.tensor(grad, dtype=getattr(M, dtype))
         y = (p * p).sum()  # its node saves p: a backward after p changes must raise
         with M.no_grad():
-            outcome = _outcome(lambda M: update(p, g), M)
+            outcome = _outcome(lambda M, p=p, g=g: update(p, g), M)
         if outcome[0] == "ok":
             assert outcome[1] is p and p.is_leaf and p.requires_grad and p.grad_fn is None
             outcome = ("ok", p.detach().numpy().tobytes(), _torch_text(str(p.dtype)), p._version)
-            kind, message = _outcome(lambda M: y.backward(), M)
+            kind, message = _outcome(lambda M, y=y: y.backward(), M)
             outcome += (kind, "modified by an inplace operation" in message)
         outcomes.append(outcome)
     assert outcomes[1] == outcomes[0]

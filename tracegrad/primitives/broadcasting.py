@@ -170,7 +170,7 @@ def _broadcast_to_impl(x, *, shape):
     if type(x) is np.ndarray and x.size == 1 and x.ndim <= len(shape) and x.flags.c_contiguous:
         view = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
         if view.flags.writeable:
-            view.setflags(write=False)
+            view.setflags(False)
         return view
     return np.broadcast_to(x, shape)
 

@@ -57,13 +57,12 @@ class _Cell:
 
 
 def _readonly(a) -> np.ndarray:
-    # (`np.array` and `setflags`: a third of the cost of `np.asarray` and the `flags` object
-    # each recorded operation would otherwise pay)
+    # (`np.array` and `setflags` without reading `flags` first, its argument positional: a
+    # fraction of the cost of `np.asarray`, the `flags` object and NumPy's keyword parsing,
+    # which each operation would otherwise pay)
     if not isinstance(a, np.ndarray):  # a NumPy scalar (a 0-d op's result): a new array
         a = np.array(a)
-        a.setflags(write=False)
-    elif a.flags.writeable:
-        a.setflags(write=False)
+    a.setflags(False)  # (`write=False`; an array already read-only stays as it is)
     return a
 
 
