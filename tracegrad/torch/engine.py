@@ -31,7 +31,7 @@ from tracegrad.torch.grad_mode import (
     is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
 )
-from tracegrad.torch.graph import AccumulateGrad, GradFn, accumulator, edge_and_fn
+from tracegrad.torch.graph import _FREED, _SAVED, AccumulateGrad, GradFn, accumulator, edge_and_fn
 from tracegrad.torch.tensor import Tensor, _readonly
 from tracegrad.transforms.vjp import Cotangents, vjp_step
 
@@ -218,7 +218,6 @@ def _zeros_like(t: Tensor) -> Tensor:
 
 
 _SEQ = attrgetter("_seq")
-_SAVED, _FREED = GradFn.SAVED, GradFn.FREED
 
 
 def _run(roots, seeds, inputs, retain_graph, create: bool, accumulate: bool):

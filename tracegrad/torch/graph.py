@@ -76,6 +76,10 @@ class _Hooks:
         return RemovableHandle(self._post_hooks, fn)
 
 
+# (module constants: CPython 3.11 reads a class's attribute unspecialized, a global specialized)
+_SAVED, _NOTHING, _FREED = 0, 1, 2
+
+
 class GradFn(_Hooks):
     """A recorded node: the IR `Node`, what its backward reads, its hooks and its producers."""
 
@@ -100,7 +104,7 @@ class GradFn(_Hooks):
     )
 
     # _state: SAVED (values held), NOTHING (the rule needs no values), FREED (released)
-    SAVED, NOTHING, FREED = 0, 1, 2
+    SAVED, NOTHING, FREED = _SAVED, _NOTHING, _FREED
 
     def __init__(self, node: Node, next_functions: tuple, values, outs: tuple, versions):
         self.node = node
@@ -108,10 +112,10 @@ class GradFn(_Hooks):
         self._next = next_functions  # what the engine walks: one entry per node input
         self._shown = None  # what `next_functions` shows, when a composite sets it
         if not node.prim.vjp_reads:  # the rule reads shapes and dtypes only
-            self._state = GradFn.NOTHING
+            self._state = _NOTHING
             self._values = self._outs = self._versions = None
         else:
-            self._state = GradFn.SAVED
+            self._state = _SAVED
             self._values = values
             self._outs = outs  # one value per output (None: the rule reads none)
             self._versions = versions
@@ -153,8 +157,8 @@ class GradFn(_Hooks):
         if self._on_release is not None:
             self._on_release()
         # pinned: a custom Function's node, whose saved values live in its ctx (freed there)
-        if self._state == GradFn.SAVED and not self._pinned:
-            self._state = GradFn.FREED
+        if self._state == _SAVED and not self._pinned:
+            self._state = _FREED
             self._values = self._outs = None
             # freed: the slot now keeps the freeing backward call's line, for the message
             self._versions = tensor_causes.FREEING[0]
@@ -164,10 +168,10 @@ class GradFn(_Hooks):
         (`create_graph`). Raises PyTorch's errors for released or modified values."""
         state = self._state
         node = self.node
-        if state == GradFn.NOTHING:
+        if state == _NOTHING:
             ins = [_stand_in(e[0].out_avals[e[1]]) for e in node.inputs]
             return ins, self._stood_in_outs()
-        if state == GradFn.FREED:
+        if state == _FREED:
             raise RuntimeError(FREED + tensor_causes.freed(self))
         for cell, version, owner in self._versions:
             if cell.version != version:
@@ -227,7 +231,7 @@ class GradFn(_Hooks):
     def _saved(self, index: int):
         if index >= len(self.node.inputs):  # `_saved_other` of a one-input node
             raise AttributeError(f"'{self.name()}' object has no attribute '_saved_other'")
-        if self._state == GradFn.SAVED:  # a value the rule does not read was not saved
+        if self._state == _SAVED:  # a value the rule does not read was not saved
             held = self._outs if index == -1 else self._values[index]
             if held is None:
                 return None

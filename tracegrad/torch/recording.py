@@ -22,7 +22,7 @@ from tracegrad.ir.graph import EMPTY_PARAMS, Edge, Node, Params, arg_node, new_e
 from tracegrad.ir.types import SCALAR_AVALS, aval_of, interned_aval
 from tracegrad.torch.grad_mode import _anomaly, _enabled
 from tracegrad.torch.graph import GradFn, edge_and_fn
-from tracegrad.torch.tensor import _NO_NEXT, Tensor, _Cell, _readonly
+from tracegrad.torch.tensor import _NO_NEXT, Tensor, _Cell, _ndarray, _readonly
 
 
 def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
@@ -85,7 +85,7 @@ def record(prim, args, params) -> Tensor | tuple[Tensor, ...]:
         else:
             edge = _constant_edge(v)
             nxt = _NO_NEXT
-            if isinstance(v, np.ndarray):
+            if isinstance(v, _ndarray):
                 # a writeable array is copied: the caller could write into it before backward
                 if keep[i] if v.dtype.kind in "fc" else indices:
                     saved.append(_readonly(v.copy()) if v.flags.writeable else v)
@@ -222,12 +222,13 @@ def _root_base(x):
 
 
 _SCALAR_EDGES: dict = {}
+_ARRAY_TYPES = (np.ndarray, np.generic)
 
 
 def _constant_edge(value) -> Edge:
     """The edge of an `arg` node standing for a constant input (its value is saved with the
     GradFn). Python scalars of one type share one node: it only carries their aval."""
-    if isinstance(value, np.ndarray | np.generic):
+    if isinstance(value, _ARRAY_TYPES):
         return Edge(arg_node(interned_aval(value.shape, value.dtype)), 0)
     kind = type(value)
     edge = _SCALAR_EDGES.get(kind)

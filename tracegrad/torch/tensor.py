@@ -56,12 +56,16 @@ class _Cell:
         self.version = 0
 
 
+# (globals: NumPy's module has a `__getattr__`, so CPython 3.11 reads `np.ndarray` unspecialized)
+_ndarray, _array = np.ndarray, np.array
+
+
 def _readonly(a) -> np.ndarray:
     # (`np.array` and `setflags` without reading `flags` first, its argument positional: a
     # fraction of the cost of `np.asarray`, the `flags` object and NumPy's keyword parsing,
     # which each operation would otherwise pay)
-    if not isinstance(a, np.ndarray):  # a NumPy scalar (a 0-d op's result): a new array
-        a = np.array(a)
+    if not isinstance(a, _ndarray):  # a NumPy scalar (a 0-d op's result): a new array
+        a = _array(a)
     a.setflags(False)  # (`write=False`; an array already read-only stays as it is)
     return a
 
