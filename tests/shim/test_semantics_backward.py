@@ -534,6 +534,20 @@ def test_saved_tensor_access_after_free_raises():
     assert after == e_after == RT(FREED)
 
 
+def test_saved_tensor_names_exist_where_pytorch_has_them():
+    def scenario(lib):
+        x = f64(lib, [1.0, 2.0])
+        e, y = x.exp(), x * x
+        return (
+            hasattr(e.grad_fn, "_saved_result"),
+            hasattr(y.grad_fn, "_saved_other"),
+            attempt(lambda: e.grad_fn._saved_other),  # a one-input node has no other input
+        )
+
+    out = run_both(scenario)
+    assert out.value[:2] == (True, True) and out.value[2].type == "AttributeError"
+
+
 def test_a_new_loss_through_a_freed_subgraph_raises():
     def scenario(lib):
         x = f64(lib, [1.0, 2.0])
