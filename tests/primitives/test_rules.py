@@ -77,13 +77,16 @@ def _float_positions(args):
 
 
 def _partial(prim, params, args, pos):
-    """The primitive as a function of its float arguments only (the others held fixed)."""
+    """The primitive as a function of its float arguments only (the others held fixed),
+    its outputs in the row's gauge (`Sample.fd_gauge`)."""
+    gauge = SAMPLES[prim].fd_gauge
 
     def f(*float_args):
         full = list(args)
         for i, v in zip(pos, float_args):
             full[i] = v
-        return bind(prim, *full, **params)
+        out = bind(prim, *full, **params)
+        return out if gauge is None else gauge(out)
 
     return f
 
@@ -194,7 +197,9 @@ def _fd_jvp(prim, params, args, tangents, eps=1e-6):
             np.asarray(a, np.float64) + t * np.asarray(v) if v is not None else a
             for a, v in zip(args, tangents)
         ]
-        return [np.asarray(o) for o in _outs(prim, bind(prim, *moved, **params))]
+        out = bind(prim, *moved, **params)
+        gauge = SAMPLES[prim].fd_gauge
+        return [np.asarray(o) for o in _outs(prim, out if gauge is None else gauge(out))]
 
     plus, minus = at(eps), at(-eps)
     unordered = SAMPLES[prim].fd_unordered

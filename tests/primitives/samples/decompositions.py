@@ -12,7 +12,8 @@ pinv, lstsq); the factorisations of complex matrices (a phase per eigenvector or
 vector) are checked on invariant quantities in tests/linalg/. The eigenvectors of `eig` and
 `eigh` are left out of the finite differences (`fd_outputs`): LAPACK's sign for them can jump
 between the two ends of a float32-sized step; the adjoint identity checks them here, JAX (on
-projectors) in tests/linalg/.
+projectors) in tests/linalg/. `svd`'s singular pairs, whose sign can jump likewise, are
+checked in a sign gauge that cannot (`_svd_signs`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+import tracegrad.numpy as tnp
 from tests import strategies as S
 from tests.primitives.samples.row import FLOATS, Sample
 from tracegrad.primitives.linalg import factorizations as fa
@@ -129,6 +131,20 @@ def _svd(data, dtype):
     return (_rectangular(data, _stack(data), m, n, dtype),), params
 
 
+def _svd_signs(outs):
+    """svd's outputs with each singular pair's sign fixed: the one that makes a fixed generic
+    vector's product with the left singular vector positive. LAPACK's sign of a pair can jump
+    between two nearby inputs (finite differences then see a jump of 2|u|); this one cannot
+    away from the inputs where the product vanishes, and is constant near any other input,
+    so it adds nothing to the derivative."""
+    if len(outs) == 1:  # compute_uv=False: the singular values alone
+        return outs
+    u, s, vh = outs
+    c = np.sin(2.0 + np.arange(np.shape(u)[-2]))[:, None]
+    sign = tnp.sign(tnp.sum(u * c, axis=-2))  # one per pair
+    return u * sign[..., None, :], s, vh * sign[..., :, None]
+
+
 def _qr(data, dtype):
     m, n = _mn(data)
     modes = ["reduced", "r"] + (["complete"] if m <= n else [])
@@ -162,7 +178,7 @@ SAMPLES = {
     sp.eigvalsh_p: Sample(_eigh, hermitian=(0,)),
     sp.eig_p: Sample(_eig, tol=1e-5, fd_outputs=(0,), fd_unordered=(0,)),
     sp.eigvals_p: Sample(_eig, tol=1e-5, fd_unordered=(0,)),
-    sp.svd_p: Sample(_svd, tol=1e-5),
+    sp.svd_p: Sample(_svd, tol=1e-5, fd_gauge=_svd_signs),
     ls.pinv_p: Sample(_pinv, complex=FLOATS, tol=1e-5),
     ls.lstsq_p: Sample(_lstsq, complex=FLOATS, mixed=True, tol=1e-5),
 }

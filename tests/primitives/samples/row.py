@@ -52,7 +52,9 @@ class Sample:
     identity here and on invariant quantities in their own tests. `fd_unordered`: outputs
     whose last axis is a set in an order LAPACK picks (`eig`'s eigenvalues, which a nearby
     input can list in another order): finite differences match each entry to the nearest of
-    the unmoved input's before differencing.
+    the unmoved input's before differencing. `fd_gauge`: a function of the outputs that fixes
+    a gauge LAPACK picks, constant near any input (the sign of each of `svd`'s singular
+    pairs); the derivative checks then differentiate `fd_gauge(f(x))`, through the rules.
     """
 
     draw: Callable
@@ -65,6 +67,7 @@ class Sample:
     hermitian: tuple = ()
     fd_outputs: tuple | None = None
     fd_unordered: tuple = ()
+    fd_gauge: Callable | None = None
 
     @property
     def takes_complex(self) -> bool:
